@@ -1,0 +1,481 @@
+/* HDF5 checkpoints of ckpt.h. */
+#include "ckpt.h"
+#include "check.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void ckpt_path(const char *dir, long global_step, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/ckpt-%08ld.h5", dir, global_step);
+}
+
+/* The in-file path of a logical name: '/' would make groups. */
+static void file_path_of(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", name);
+	for (char *p = buf; *p; p++)
+		if (*p == '/')
+			*p = '.';
+}
+
+static void put_str_attr(hid_t obj, const char *key, const char *value)
+{
+	hid_t type = H5Tcopy(H5T_C_S1);
+	H5_CHECK(H5Tset_size(type, strlen(value) + 1));
+	hid_t space = H5Screate(H5S_SCALAR);
+	hid_t a = H5Acreate2(obj, key, type, space, H5P_DEFAULT, H5P_DEFAULT);
+	H5_CHECK(a);
+	H5_CHECK(H5Awrite(a, type, value));
+	H5Aclose(a);
+	H5Sclose(space);
+	H5Tclose(type);
+}
+
+static void put_i64_attr(hid_t obj, const char *key, int64_t value)
+{
+	hid_t space = H5Screate(H5S_SCALAR);
+	hid_t a = H5Acreate2(obj, key, H5T_NATIVE_INT64, space, H5P_DEFAULT, H5P_DEFAULT);
+	H5_CHECK(a);
+	H5_CHECK(H5Awrite(a, H5T_NATIVE_INT64, &value));
+	H5Aclose(a);
+	H5Sclose(space);
+}
+
+/* malloc'd string attribute, or NULL when absent or not a string. */
+static char *get_str_attr(hid_t obj, const char *key)
+{
+	if (H5Aexists(obj, key) <= 0)
+		return NULL;
+	hid_t a = H5Aopen(obj, key, H5P_DEFAULT);
+	hid_t ft = H5Aget_type(a);
+	char *out = NULL;
+	if (H5Tget_class(ft) == H5T_STRING && !H5Tis_variable_str(ft)) {
+		size_t n = H5Tget_size(ft);
+		hid_t mt = H5Tcopy(H5T_C_S1);
+		H5Tset_size(mt, n + 1);
+		out = xcalloc(n + 1, 1);
+		if (H5Aread(a, mt, out) < 0) {
+			free(out);
+			out = NULL;
+		}
+		H5Tclose(mt);
+	}
+	H5Tclose(ft);
+	H5Aclose(a);
+	return out;
+}
+
+static int get_i64_attr(hid_t obj, const char *key, int64_t *value)
+{
+	if (H5Aexists(obj, key) <= 0)
+		return -1;
+	hid_t a = H5Aopen(obj, key, H5P_DEFAULT);
+	herr_t r = H5Aread(a, H5T_NATIVE_INT64, value);
+	H5Aclose(a);
+	return r < 0 ? -1 : 0;
+}
+
+/* A chunked, Fletcher32-checked dataset named by its logical name. */
+static void write_var(hid_t file, const char *name, hid_t type, int nd,
+		      const hsize_t *dims, const void *data)
+{
+	char path[CKPT_NAME_LEN];
+	file_path_of(name, path, sizeof(path));
+	hsize_t chunk[2] = {dims[0], nd > 1 ? dims[1] : 1};
+	/* Chunks of at most about 1 MiB. */
+	size_t row = nd > 1 ? dims[1] : 1;
+	if (chunk[0] * row > (1u << 18))
+		chunk[0] = (1u << 18) / row ? (1u << 18) / row : 1;
+	hid_t space = H5Screate_simple(nd, dims, NULL);
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	H5_CHECK(H5Pset_chunk(dcpl, nd, chunk));
+	H5_CHECK(H5Pset_fletcher32(dcpl));
+	H5_CHECK(H5Pset_obj_track_times(dcpl, 0));
+	hid_t ds = H5Dcreate2(file, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	H5_CHECK(ds);
+	H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+	put_str_attr(ds, "name", name);
+	H5Dclose(ds);
+	H5Pclose(dcpl);
+	H5Sclose(space);
+}
+
+static int fsync_path(const char *path, int dir)
+{
+	int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
+	       const struct ckpt_meta *meta)
+{
+	char final[1100], tmp[1200];
+	ckpt_path(dir, meta->global_step, final, sizeof(final));
+	snprintf(tmp, sizeof(tmp), "%s/.ckpt-%08ld.h5.tmp", dir, meta->global_step);
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+	H5_CHECK(H5Pset_obj_track_times(fcpl, 0));
+	hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+	H5Pclose(fcpl);
+	if (file < 0) {
+		log_error("cannot create checkpoint %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		hsize_t dims[2] = {(hsize_t)vars[i].shape[0], (hsize_t)vars[i].shape[1]};
+		write_var(file, vars[i].name, H5T_NATIVE_FLOAT, vars[i].ndim, dims, vars[i].data);
+	}
+	hsize_t one = 1;
+	int64_t step = meta->global_step;
+	write_var(file, "global_step", H5T_NATIVE_INT64, 1, &one, &step);
+	put_str_attr(file, "format", CKPT_FORMAT);
+	put_i64_attr(file, "format_version", CKPT_FORMAT_VERSION);
+	put_i64_attr(file, "global_step", meta->global_step);
+	put_i64_attr(file, "epoch", meta->epoch);
+	put_i64_attr(file, "step_in_epoch", meta->step_in_epoch);
+	put_i64_attr(file, "batch", meta->batch);
+	put_i64_attr(file, "seed", (int64_t)meta->seed);
+	put_i64_attr(file, "world_size", meta->world_size);
+	put_i64_attr(file, "input_dim", meta->input_dim);
+	put_i64_attr(file, "classes", meta->classes);
+	put_str_attr(file, "config", meta->config ? meta->config : "");
+	put_str_attr(file, "created", meta->created);
+	put_str_attr(file, "mtrain_version", meta->version);
+	if (H5Fclose(file) < 0 || fsync_path(tmp, 0) || rename(tmp, final) ||
+	    fsync_path(dir, 1)) {
+		log_error("cannot write checkpoint %s: %s", final, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Datasets of a checkpoint's root, by logical name. */
+struct entry {
+	char name[CKPT_NAME_LEN];
+	char path[CKPT_NAME_LEN];
+	int ndim;
+	long shape[2];
+	int used;
+};
+
+struct listing {
+	struct entry *e;
+	int n, cap;
+};
+
+static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, void *arg)
+{
+	struct listing *l = arg;
+	H5O_info_t oi;
+	if (H5Oget_info_by_name(group, path, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET)
+		return 0;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		struct entry *grown = realloc(l->e, sizeof(*l->e) * l->cap);
+		ALLOC_CHECK(grown);
+		l->e = grown;
+	}
+	struct entry *e = &l->e[l->n];
+	memset(e, 0, sizeof(*e));
+	hid_t ds = H5Dopen2(group, path, H5P_DEFAULT);
+	if (ds < 0)
+		return -1;
+	char *name = get_str_attr(ds, "name");
+	snprintf(e->name, sizeof(e->name), "%s", name ? name : path);
+	free(name);
+	snprintf(e->path, sizeof(e->path), "%s", path);
+	hid_t space = H5Dget_space(ds);
+	hsize_t dims[2] = {0, 0};
+	e->ndim = H5Sget_simple_extent_ndims(space);
+	if (e->ndim > 2)
+		e->ndim = 2;
+	H5Sget_simple_extent_dims(space, dims, NULL);
+	e->shape[0] = (long)dims[0];
+	e->shape[1] = (long)dims[1];
+	H5Sclose(space);
+	H5Dclose(ds);
+	l->n++;
+	return 0;
+}
+
+static void shape_text(int ndim, const long *shape, char *buf, size_t len)
+{
+	if (ndim == 1)
+		snprintf(buf, len, "[%ld]", shape[0]);
+	else if (ndim == 2)
+		snprintf(buf, len, "[%ld,%ld]", shape[0], shape[1]);
+	else
+		snprintf(buf, len, "[]");
+}
+
+/* Opens a checkpoint and lists its datasets; -2 (user_error) if it cannot. */
+static hid_t open_ckpt(const char *path, struct listing *l)
+{
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	memset(l, 0, sizeof(*l));
+	if (access(path, R_OK)) {
+		user_error("%s: cannot open checkpoint: %s", path, strerror(errno));
+		return -2;
+	}
+	hid_t file = H5Fis_hdf5(path) > 0 ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+	if (file < 0) {
+		user_error("%s: not a readable HDF5 file (truncated or corrupt)", path);
+		return -2;
+	}
+	char *format = get_str_attr(file, "format");
+	int ok = format && !strcmp(format, CKPT_FORMAT);
+	free(format);
+	if (!ok) {
+		user_error("%s: not an mtrain checkpoint (no format = %s attribute)", path, CKPT_FORMAT);
+		H5Fclose(file);
+		return -2;
+	}
+	hsize_t idx = 0;
+	if (H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, &idx, collect, l) < 0) {
+		user_error("%s: cannot list the checkpoint's datasets (corrupt?)", path);
+		free(l->e);
+		H5Fclose(file);
+		return -2;
+	}
+	return file;
+}
+
+static int read_meta(hid_t file, const char *path, struct ckpt_meta *m)
+{
+	int64_t v[9];
+	const char *keys[9] = {"format_version", "global_step", "epoch", "step_in_epoch",
+			       "batch", "seed", "world_size", "input_dim", "classes"};
+	for (int i = 0; i < 9; i++)
+		if (get_i64_attr(file, keys[i], &v[i]))
+			return user_error("%s: root attribute '%s' missing or unreadable", path, keys[i]);
+	if (v[0] != CKPT_FORMAT_VERSION)
+		return user_error("%s: format version %lld; this mtrain reads version %d", path,
+				  (long long)v[0], CKPT_FORMAT_VERSION);
+	m->global_step = v[1];
+	m->epoch = v[2];
+	m->step_in_epoch = v[3];
+	m->batch = (int)v[4];
+	m->seed = (uint64_t)v[5];
+	m->world_size = (int)v[6];
+	m->input_dim = (int)v[7];
+	m->classes = (int)v[8];
+	m->config = get_str_attr(file, "config");
+	char *s = get_str_attr(file, "created");
+	snprintf(m->created, sizeof(m->created), "%s", s ? s : "?");
+	free(s);
+	s = get_str_attr(file, "mtrain_version");
+	snprintf(m->version, sizeof(m->version), "%s", s ? s : "?");
+	free(s);
+	return 0;
+}
+
+/* Appends one mismatch line to the report. */
+static void report(char *buf, size_t len, int *count, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void report(char *buf, size_t len, int *count, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	if (*count && used + 16 < len)
+		used += snprintf(buf + used, len - used, "\nmtrain: error: ");
+	va_list ap;
+	va_start(ap, fmt);
+	if (used < len)
+		vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+	(*count)++;
+}
+
+int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
+	      struct ckpt_meta *meta)
+{
+	struct listing l;
+	memset(meta, 0, sizeof(*meta));
+	hid_t file = open_ckpt(path, &l);
+	if (file < 0)
+		return -2;
+	int rc = read_meta(file, path, meta) ? -2 : 0;
+	char msg[8192] = "";
+	int bad = 0;
+	for (int i = 0; !rc && i < n; i++) {
+		struct entry *e = NULL;
+		for (int j = 0; j < l.n && !e; j++)
+			if (!strcmp(l.e[j].name, vars[i].name))
+				e = &l.e[j];
+		char want[64], have[64];
+		shape_text(vars[i].ndim, vars[i].shape, want, sizeof(want));
+		if (!e) {
+			report(msg, sizeof(msg), &bad, "%s: %s: checkpoint missing vs model %s", path,
+			       vars[i].name, want);
+			continue;
+		}
+		e->used = 1;
+		shape_text(e->ndim, e->shape, have, sizeof(have));
+		if (strcmp(want, have)) {
+			report(msg, sizeof(msg), &bad, "%s: %s: checkpoint %s vs model %s", path,
+			       vars[i].name, have, want);
+			continue;
+		}
+		hid_t ds = H5Dopen2(file, e->path, H5P_DEFAULT);
+		if (ds < 0 || H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+				      vars[i].data) < 0) {
+			user_error("%s: %s fails its checksum or cannot be read (corrupt)", path,
+				   vars[i].name);
+			rc = -2;
+		}
+		if (ds >= 0)
+			H5Dclose(ds);
+	}
+	for (int j = 0; !rc && !allow_extra && j < l.n; j++) {
+		if (l.e[j].used || !strcmp(l.e[j].name, "global_step"))
+			continue;
+		char have[64];
+		shape_text(l.e[j].ndim, l.e[j].shape, have, sizeof(have));
+		report(msg, sizeof(msg), &bad, "%s: %s: checkpoint %s vs model missing", path,
+		       l.e[j].name, have);
+	}
+	if (!rc && bad) {
+		user_error("%s", msg);
+		rc = -1;
+	}
+	free(l.e);
+	H5Fclose(file);
+	if (rc) {
+		free(meta->config);
+		meta->config = NULL;
+	}
+	return rc;
+}
+
+static long step_of(const char *file)
+{
+	long step;
+	char tail[8];
+	if (sscanf(file, "ckpt-%ld.%7s", &step, tail) == 2 && !strcmp(tail, "h5") &&
+	    strlen(file) == strlen("ckpt-.h5") + 8)
+		return step;
+	return -1;
+}
+
+static int by_step_desc(const void *a, const void *b)
+{
+	long sa = step_of(strrchr((const char *)a, '/') + 1);
+	long sb = step_of(strrchr((const char *)b, '/') + 1);
+	return sa < sb ? 1 : sa > sb ? -1 : 0;
+}
+
+int ckpt_list(const char *dir, char (*paths)[1024], int max)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *ent;
+	while ((ent = readdir(d)) && n < max)
+		if (step_of(ent->d_name) >= 0)
+			snprintf(paths[n++], 1024, "%s/%s", dir, ent->d_name);
+	closedir(d);
+	qsort(paths, n, sizeof(paths[0]), by_step_desc);
+	return n;
+}
+
+void ckpt_prune(const char *dir, int keep)
+{
+	char (*paths)[1024] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
+	int n = ckpt_list(dir, paths, CKPT_MAX_FILES);
+	for (int i = keep; i < n; i++)
+		if (unlink(paths[i]))
+			log_warn("cannot delete old checkpoint %s: %s", paths[i], strerror(errno));
+	free(paths);
+}
+
+int ckpt_read_meta(const char *path, struct ckpt_meta *meta)
+{
+	struct listing l;
+	memset(meta, 0, sizeof(*meta));
+	hid_t file = open_ckpt(path, &l);
+	if (file < 0)
+		return -2;
+	int rc = read_meta(file, path, meta) ? -2 : 0;
+	free(l.e);
+	H5Fclose(file);
+	return rc;
+}
+
+static uint64_t fnv1a64(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+int ckpt_inspect(const char *path, FILE *out)
+{
+	struct listing l;
+	struct ckpt_meta m;
+	memset(&m, 0, sizeof(m));
+	hid_t file = open_ckpt(path, &l);
+	if (file < 0)
+		return -1;
+	int rc = read_meta(file, path, &m);
+	if (!rc) {
+		fprintf(out, "file            %s\n", path);
+		fprintf(out, "format          %s %d, written by mtrain %s on %d rank%s at %s\n",
+			CKPT_FORMAT, CKPT_FORMAT_VERSION, m.version, m.world_size,
+			m.world_size == 1 ? "" : "s", m.created);
+		fprintf(out, "global_step     %ld (epoch %ld, step %ld of it, batch %d, seed %llu)\n",
+			m.global_step, m.epoch, m.step_in_epoch, m.batch, (unsigned long long)m.seed);
+		fprintf(out, "%-44s %-12s %-8s %-16s %12s %12s %12s\n", "name", "shape", "dtype",
+			"fnv1a64", "min", "max", "mean");
+	}
+	for (int j = 0; !rc && j < l.n; j++) {
+		struct entry *e = &l.e[j];
+		size_t count = (size_t)e->shape[0] * (e->ndim > 1 ? (size_t)e->shape[1] : 1);
+		hid_t ds = H5Dopen2(file, e->path, H5P_DEFAULT);
+		hid_t type = H5Dget_type(ds);
+		int is_float = H5Tget_class(type) == H5T_FLOAT;
+		H5Tclose(type);
+		void *buf = xmalloc(count * 8);
+		herr_t r = H5Dread(ds, is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, H5S_ALL,
+				   H5S_ALL, H5P_DEFAULT, buf);
+		H5Dclose(ds);
+		if (r < 0) {
+			rc = user_error("%s: %s fails its checksum or cannot be read (corrupt)", path, e->name);
+			free(buf);
+			break;
+		}
+		double mn = INFINITY, mx = -INFINITY, sum = 0;
+		for (size_t i = 0; i < count; i++) {
+			double v = is_float ? ((float *)buf)[i] : (double)((int64_t *)buf)[i];
+			mn = v < mn ? v : mn;
+			mx = v > mx ? v : mx;
+			sum += v;
+		}
+		char shape[64];
+		shape_text(e->ndim, e->shape, shape, sizeof(shape));
+		fprintf(out, "%-44s %-12s %-8s %016llx %12.6g %12.6g %12.6g\n", e->name, shape,
+			is_float ? "float32" : "int64",
+			(unsigned long long)fnv1a64(buf, count * (is_float ? 4 : 8)), mn, mx,
+			count ? sum / (double)count : 0.0);
+		free(buf);
+	}
+	free(m.config);
+	free(l.e);
+	H5Fclose(file);
+	return rc ? -1 : 0;
+}

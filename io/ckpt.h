@@ -1,0 +1,62 @@
+/* HDF5 checkpoints keyed by logical variable name. One file per checkpoint,
+ * "ckpt-<global step, 8 digits>.h5", written by one rank under a temporary
+ * name, fsynced and renamed into place, so a crash never leaves a half-written
+ * file under a checkpoint's name. Every dataset is chunked with the Fletcher32
+ * checksum and carries a string attribute "name" with its canonical name; the
+ * path inside the file is that name with '/' written as '.'. Nothing in a
+ * checkpoint depends on how many ranks wrote it. */
+#pragma once
+#include <stdint.h>
+#include <stdio.h>
+
+#define CKPT_FORMAT "mtrain-checkpoint"
+#define CKPT_FORMAT_VERSION 1
+#define CKPT_NAME_LEN 128
+#define CKPT_MAX_FILES 4096
+
+/* One float32 variable: written from data, or read into data. */
+struct ckpt_var {
+	char name[CKPT_NAME_LEN]; /* e.g. "dense/kernel/ExponentialMovingAverage" */
+	int ndim;                 /* 1 or 2 */
+	long shape[2];            /* e.g. {784, 256} */
+	float *data;              /* host memory, shape[0] * shape[1] floats */
+};
+
+/* Root attributes. */
+struct ckpt_meta {
+	long global_step;    /* completed optimizer updates, e.g. 2340 */
+	long epoch;          /* epoch of the next step, e.g. 5 */
+	long step_in_epoch;  /* global batches of that epoch already done */
+	int batch;           /* global batch the position counts in, e.g. 128 */
+	uint64_t seed;       /* e.g. 42 */
+	int world_size;      /* ranks that wrote it, for information */
+	int input_dim;       /* D of the model, e.g. 784 */
+	int classes;         /* C of the model, e.g. 10 */
+	char *config;        /* the full configuration, key = value lines */
+	char created[64];    /* UTC, ISO 8601 */
+	char version[32];    /* mtrain version */
+};
+
+/* "dir/ckpt-00002340.h5" */
+void ckpt_path(const char *dir, long global_step, char *buf, size_t len);
+/* Writes vars and meta to ckpt_path(dir, meta->global_step) atomically.
+ * Returns 0, or -1 after printing why (a system error: disk full, ...); the
+ * final name is then untouched. */
+int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
+	       const struct ckpt_meta *meta);
+/* Reads path into vars by name with strict shape checks. Returns 0; -1 with a
+ * user_error listing one line per mismatch (missing, extra unless
+ * allow_extra, or differently shaped variable); -2 with a user_error when the
+ * file cannot be opened or fails its checksums. meta->config is malloc'd. */
+int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
+	      struct ckpt_meta *meta);
+/* Reads only the root attributes of path. 0, or -2 with a user_error. */
+int ckpt_read_meta(const char *path, struct ckpt_meta *meta);
+/* Checkpoint files of dir, newest first, into paths (each CKPT path). Returns
+ * how many (0 when dir does not exist). */
+int ckpt_list(const char *dir, char (*paths)[1024], int max);
+/* Deletes all but the newest keep checkpoints of dir. */
+void ckpt_prune(const char *dir, int keep);
+/* Prints meta and one line per variable (name, shape, dtype, FNV-1a 64
+ * checksum of the bytes, min, max, mean). 0 or -1 (user_error). */
+int ckpt_inspect(const char *path, FILE *out);

@@ -1,0 +1,332 @@
+/* HDF5 data files and the IDX importer of dataset.h. */
+#include "dataset.h"
+#include "check.h"
+#include "log.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Errors in user files are reported by us in one line, not by HDF5's stack. */
+static void quiet_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+static int read_labels(struct dataset *d, hid_t file, long n_x)
+{
+	const char *p = d->path;
+	if (H5Lexists(file, "y", H5P_DEFAULT) <= 0)
+		return user_error("%s: no dataset 'y' (expected class ids [N])", p);
+	hid_t ds = H5Dopen2(file, "y", H5P_DEFAULT);
+	hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+	int rc = -1;
+	hsize_t dims[2] = {0, 0};
+	int nd = H5Sget_simple_extent_ndims(space);
+	if (nd != 1) {
+		user_error("%s: dataset 'y' has %d dimensions; expected 1 ([N])", p, nd);
+		goto out;
+	}
+	H5Sget_simple_extent_dims(space, dims, NULL);
+	if ((long)dims[0] != n_x) {
+		user_error("%s: 'y' has %llu rows but 'x' has %ld", p, (unsigned long long)dims[0], n_x);
+		goto out;
+	}
+	if (H5Tget_class(type) != H5T_INTEGER) {
+		user_error("%s: dataset 'y' is not integer; expected class ids", p);
+		goto out;
+	}
+	hsize_t start = (hsize_t)d->first, count = (hsize_t)d->n;
+	H5_CHECK(H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, NULL, &count, NULL));
+	hid_t mem = H5Screate_simple(1, &count, NULL);
+	d->y = xmalloc(sizeof(int32_t) * (size_t)(d->n ? d->n : 1));
+	herr_t r = d->n ? H5Dread(ds, H5T_NATIVE_INT32, mem, space, H5P_DEFAULT, d->y) : 0;
+	H5Sclose(mem);
+	if (r < 0) {
+		user_error("%s: cannot read 'y' (corrupt file or values beyond int32)", p);
+		goto out;
+	}
+	int32_t ymax = -1;
+	for (long i = 0; i < d->n; i++) {
+		if (d->y[i] < 0) {
+			user_error("%s: y[%ld] = %d is negative; class ids start at 0", p, d->first + i, d->y[i]);
+			goto out;
+		}
+		if (d->y[i] > ymax)
+			ymax = d->y[i];
+	}
+	d->classes = ymax + 1;
+	if (H5Aexists(ds, "num_classes") > 0) {
+		hid_t a = H5Aopen(ds, "num_classes", H5P_DEFAULT);
+		int nc = 0;
+		herr_t ar = H5Aread(a, H5T_NATIVE_INT, &nc);
+		H5Aclose(a);
+		if (ar < 0 || nc < 1) {
+			user_error("%s: attribute y.num_classes is unreadable or below 1", p);
+			goto out;
+		}
+		if (ymax >= nc) {
+			user_error("%s: label %d is not below y.num_classes = %d", p, ymax, nc);
+			goto out;
+		}
+		d->classes = nc;
+	}
+	rc = 0;
+out:
+	H5Tclose(type);
+	H5Sclose(space);
+	H5Dclose(ds);
+	return rc;
+}
+
+static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
+{
+	const char *p = d->path;
+	if (H5Lexists(file, "x", H5P_DEFAULT) <= 0)
+		return user_error("%s: no dataset 'x' (expected inputs [N, D])", p);
+	hid_t ds = H5Dopen2(file, "x", H5P_DEFAULT);
+	hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+	int rc = -1;
+	hsize_t dims[2] = {0, 0};
+	int nd = H5Sget_simple_extent_ndims(space);
+	if (nd != 2) {
+		user_error("%s: dataset 'x' has %d dimensions; expected 2 ([N, D])", p, nd);
+		goto out;
+	}
+	H5Sget_simple_extent_dims(space, dims, NULL);
+	if (dims[0] < 1 || dims[1] < 1) {
+		user_error("%s: dataset 'x' is empty", p);
+		goto out;
+	}
+	int is_u8 = H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
+		    H5Tget_sign(type) == H5T_SGN_NONE;
+	int is_f32 = H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) == 4;
+	if (!is_u8 && !is_f32) {
+		user_error("%s: dataset 'x' has %s of %zu bytes; expected float32 or uint8", p,
+			   H5Tget_class(type) == H5T_FLOAT ? "floats" : "integers", H5Tget_size(type));
+		goto out;
+	}
+	d->n_total = (long)dims[0];
+	d->dim = (int)dims[1];
+	d->first = d->n_total * part / parts;
+	d->n = d->n_total * (part + 1) / parts - d->first;
+	hsize_t start[2] = {(hsize_t)d->first, 0}, count[2] = {(hsize_t)d->n, dims[1]};
+	size_t cells = (size_t)d->n * (size_t)d->dim;
+	herr_t r = 0;
+	if (d->n) {
+		H5_CHECK(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL));
+		hid_t mem = H5Screate_simple(2, count, NULL);
+		if (is_u8) {
+			d->x8 = xmalloc(cells);
+			r = H5Dread(ds, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, d->x8);
+		} else {
+			d->xf = xmalloc(cells * sizeof(float));
+			r = H5Dread(ds, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, d->xf);
+		}
+		H5Sclose(mem);
+	}
+	if (r < 0) {
+		user_error("%s: cannot read 'x' (corrupt or truncated file)", p);
+		goto out;
+	}
+	for (size_t i = 0; d->xf && i < cells; i++)
+		if (!isfinite(d->xf[i])) {
+			user_error("%s: x[%ld, %ld] is %s; inputs must be finite", p,
+				   d->first + (long)(i / d->dim), (long)(i % d->dim),
+				   isnan(d->xf[i]) ? "NaN" : "infinite");
+			goto out;
+		}
+	rc = 0;
+out:
+	H5Tclose(type);
+	H5Sclose(space);
+	H5Dclose(ds);
+	return rc;
+}
+
+int dataset_load(struct dataset *d, const char *path, int part, int parts)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	quiet_hdf5();
+	if (access(path, R_OK))
+		return user_error("%s: cannot open data file: %s", path, strerror(errno));
+	if (H5Fis_hdf5(path) <= 0)
+		return user_error("%s: not an HDF5 file (convert IDX files with 'mtrain import')", path);
+	hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (file < 0)
+		return user_error("%s: cannot open as HDF5 (corrupt or truncated?)", path);
+	int rc = read_inputs(d, file, part, parts);
+	if (!rc)
+		rc = read_labels(d, file, d->n_total);
+	H5Fclose(file);
+	if (rc)
+		dataset_free(d);
+	return rc;
+}
+
+void dataset_free(struct dataset *d)
+{
+	free(d->x8);
+	free(d->xf);
+	free(d->y);
+	d->x8 = NULL;
+	d->xf = NULL;
+	d->y = NULL;
+}
+
+static void copy_row(const struct dataset *d, long row, float *x)
+{
+	size_t D = (size_t)d->dim;
+	if (d->x8) {
+		const uint8_t *src = d->x8 + (size_t)row * D;
+		for (size_t j = 0; j < D; j++)
+			x[j] = (float)src[j] * (1.0f / 255.0f);
+	} else {
+		memcpy(x, d->xf + (size_t)row * D, D * sizeof(float));
+	}
+}
+
+void dataset_gather(const struct dataset *d, const uint32_t *idx, int rows, float *x, int32_t *y)
+{
+	for (int i = 0; i < rows; i++) {
+		copy_row(d, idx[i], x + (size_t)i * d->dim);
+		y[i] = d->y[idx[i]];
+	}
+}
+
+void dataset_rows(const struct dataset *d, long begin, int rows, float *x, int32_t *y)
+{
+	for (int i = 0; i < rows; i++) {
+		copy_row(d, begin + i, x + (size_t)i * d->dim);
+		y[i] = d->y[begin + i];
+	}
+}
+
+static hid_t write_dataset(hid_t file, const char *name, hid_t type, int nd,
+			   const hsize_t *dims, const void *data)
+{
+	hsize_t chunk[2] = {dims[0] < 1024 ? dims[0] : 1024, nd > 1 ? dims[1] : 1};
+	hid_t space = H5Screate_simple(nd, dims, NULL);
+	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	H5_CHECK(H5Pset_chunk(dcpl, nd, chunk));
+	H5_CHECK(H5Pset_deflate(dcpl, 1));
+	hid_t ds = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	H5_CHECK(ds);
+	H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+	H5Pclose(dcpl);
+	H5Sclose(space);
+	return ds;
+}
+
+int dataset_write(const char *path, const uint8_t *x8, const float *xf,
+		  const int32_t *y, long n, int dim, int classes)
+{
+	char tmp[1100];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	quiet_hdf5();
+	hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	if (file < 0)
+		return user_error("%s: cannot create data file", tmp);
+	hsize_t xd[2] = {(hsize_t)n, (hsize_t)dim}, yd[1] = {(hsize_t)n};
+	hid_t xs = write_dataset(file, "x", x8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, 2, xd,
+				 x8 ? (const void *)x8 : (const void *)xf);
+	hid_t ys = write_dataset(file, "y", H5T_NATIVE_INT32, 1, yd, y);
+	hid_t as = H5Screate(H5S_SCALAR);
+	hid_t a = H5Acreate2(ys, "num_classes", H5T_NATIVE_INT, as, H5P_DEFAULT, H5P_DEFAULT);
+	H5_CHECK(H5Awrite(a, H5T_NATIVE_INT, &classes));
+	H5Aclose(a);
+	H5Sclose(as);
+	H5Dclose(xs);
+	H5Dclose(ys);
+	if (H5Fclose(file) < 0 || rename(tmp, path)) {
+		unlink(tmp);
+		return user_error("%s: cannot write data file: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+/* Reads a whole (possibly gzip-compressed) file; zlib reads plain files too. */
+static unsigned char *read_gz(const char *path, size_t *len)
+{
+	gzFile f = gzopen(path, "rb");
+	if (!f) {
+		user_error("%s: cannot open: %s", path, strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 20, n = 0;
+	unsigned char *buf = xmalloc(cap);
+	for (;;) {
+		if (n == cap) {
+			cap *= 2;
+			unsigned char *grown = realloc(buf, cap);
+			ALLOC_CHECK(grown);
+			buf = grown;
+		}
+		int got = gzread(f, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
+		if (got < 0) {
+			int e;
+			user_error("%s: corrupt gzip data (%s)", path, gzerror(f, &e));
+			gzclose(f);
+			free(buf);
+			return NULL;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	gzclose(f);
+	*len = n;
+	return buf;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int dataset_import_idx(const char *images, const char *labels, const char *path)
+{
+	size_t il = 0, ll = 0;
+	unsigned char *img = read_gz(images, &il), *lab = NULL;
+	int rc = -1;
+	if (!img)
+		return -1;
+	lab = read_gz(labels, &ll);
+	if (!lab)
+		goto out;
+	/* IDX: magic 0x00000803 (ubyte, 3 dims) for images, 0x00000801 for labels. */
+	if (il < 16 || be32(img) != 0x803) {
+		user_error("%s: not an IDX image file (magic 0x00000803)", images);
+		goto out;
+	}
+	if (ll < 8 || be32(lab) != 0x801) {
+		user_error("%s: not an IDX label file (magic 0x00000801)", labels);
+		goto out;
+	}
+	uint32_t n = be32(img + 4), rows = be32(img + 8), cols = be32(img + 12);
+	if (be32(lab + 4) != n) {
+		user_error("%s: %u labels for %u images in %s", labels, be32(lab + 4), n, images);
+		goto out;
+	}
+	if (il != 16 + (size_t)n * rows * cols || ll != 8 + (size_t)n) {
+		user_error("%s: file size does not match its IDX header (truncated?)",
+			   il != 16 + (size_t)n * rows * cols ? images : labels);
+		goto out;
+	}
+	int32_t *y = xmalloc(sizeof(int32_t) * n);
+	int classes = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		y[i] = lab[8 + i];
+		if (y[i] + 1 > classes)
+			classes = y[i] + 1;
+	}
+	rc = dataset_write(path, img + 16, NULL, y, n, (int)(rows * cols), classes);
+	free(y);
+out:
+	free(img);
+	free(lab);
+	return rc;
+}

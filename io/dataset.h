@@ -1,0 +1,34 @@
+/* Training and evaluation data: HDF5 files with dataset "x" [N, D] (float32,
+ * or uint8 scaled to [0,1]) and dataset "y" [N] (integer class ids), loaded
+ * whole or as one rank's slice, and the IDX (.gz) importer that writes them. */
+#pragma once
+#include <stdint.h>
+
+struct dataset {
+	char path[1024];
+	long n_total;   /* rows in the file, e.g. 60000 */
+	long first, n;  /* rows held here: [first, first + n) */
+	int dim;        /* D, e.g. 784 */
+	int classes;    /* attribute num_classes of y, else max(y) + 1 */
+	uint8_t *x8;    /* (n, D) when stored as uint8, else NULL */
+	float *xf;      /* (n, D) when stored as float32, else NULL */
+	int32_t *y;     /* (n) */
+};
+
+/* Loads rows [part*N/parts, (part+1)*N/parts) of path: (0, 1) loads all.
+ * Checks layout, dtypes, NaN/Inf and negative labels. Returns 0, or -1 with a
+ * user_error naming the file and the problem. */
+int dataset_load(struct dataset *d, const char *path, int part, int parts);
+void dataset_free(struct dataset *d);
+/* x (rows, D) and y (rows) = rows idx[0..rows) of d (indices relative to
+ * d->first), uint8 scaled by 1/255. */
+void dataset_gather(const struct dataset *d, const uint32_t *idx, int rows,
+		    float *x, int32_t *y);
+/* Same for the contiguous rows [begin, begin + rows). */
+void dataset_rows(const struct dataset *d, long begin, int rows, float *x, int32_t *y);
+/* Writes an HDF5 data file (x uint8 when x8, else float32 xf) under a
+ * temporary name, then renames it into place. Returns 0 or -1 (user_error). */
+int dataset_write(const char *path, const uint8_t *x8, const float *xf,
+		  const int32_t *y, long n, int dim, int classes);
+/* Converts IDX images (.gz or raw) and labels into path. 0 or -1. */
+int dataset_import_idx(const char *images, const char *labels, const char *path);

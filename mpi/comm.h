@@ -1,0 +1,53 @@
+/* The communicator interface. The data plane (all-reduce, broadcast of
+ * parameter-sized buffers in backend memory) goes through a table of function
+ * pointers: MPI on host memory, NCCL on device memory. The control plane
+ * (agreement on flags, small host reductions and broadcasts, abort) is always
+ * MPI, whatever the data plane is. */
+#pragma once
+#include <stddef.h>
+
+struct comm;
+
+struct comm_ops {
+	const char *name; /* "mpi", "nccl" */
+	/* buf (n) = sum of every rank's buf (n), in place, backend memory. */
+	void (*allreduce_sum)(struct comm *c, float *buf, size_t n);
+	/* buf (n) on every rank = buf (n) on root, backend memory. */
+	void (*bcast)(struct comm *c, float *buf, size_t n, int root);
+	/* Releases what the data plane holds; called by comm_finalize. */
+	void (*release)(struct comm *c);
+};
+
+struct comm {
+	const struct comm_ops *ops;
+	int rank, size;             /* in the job, e.g. 1 of 4 */
+	int local_rank, local_size; /* on this node, e.g. 1 of 2 */
+	char host[64];
+	void *impl; /* the data plane's own state */
+};
+
+/* Starts MPI, fills rank/size/local rank/host with the MPI data plane.
+ * Returns 0, or aborts through MPI_CHECK. */
+int comm_init(struct comm *c, int *argc, char ***argv);
+/* Releases the data plane and finalizes MPI. */
+void comm_finalize(struct comm *c);
+/* The MPI data plane for host memory. */
+const struct comm_ops *comm_mpi_ops(void);
+
+/* Control plane, collective over every rank. */
+/* Returns 1 on every rank if flag is set on any rank. */
+int comm_any(struct comm *c, int flag);
+/* Returns the lowest rank whose flag is set, or -1 on every rank. */
+int comm_first(struct comm *c, int flag);
+/* buf (n) = element-wise sum over ranks, in place, host doubles. */
+void comm_sum_host(struct comm *c, double *buf, int n);
+/* bytes of buf on root copied to every rank, host memory. */
+void comm_bcast_host(struct comm *c, void *buf, size_t bytes, int root);
+void comm_barrier(struct comm *c);
+/* Aborts every rank with the given exit status. Never returns. */
+_Noreturn void comm_abort(struct comm *c, int status);
+
+/* The user-error convention: collective. If any rank recorded a user_error,
+ * the lowest such rank prints its one line and every rank returns 1 (the
+ * caller then finalizes and exits with EXIT_USER). Returns 0 otherwise. */
+int comm_user_errors(struct comm *c);

@@ -1,0 +1,124 @@
+/* The MPI implementation of the communicator: start-up, rank discovery, the
+ * host-memory data plane and the control plane every data plane shares. */
+#include "comm.h"
+#include "check.h"
+#include "log.h"
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* MPI counts are int: large buffers go in chunks. */
+#define MPI_CHUNK ((size_t)1 << 30)
+
+static void mpi_allreduce_sum(struct comm *c, float *buf, size_t n)
+{
+	for (size_t off = 0; off < n; off += MPI_CHUNK) {
+		size_t len = n - off < MPI_CHUNK ? n - off : MPI_CHUNK;
+		MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf + off, (int)len, MPI_FLOAT,
+					MPI_SUM, MPI_COMM_WORLD));
+	}
+}
+
+static void mpi_bcast(struct comm *c, float *buf, size_t n, int root)
+{
+	comm_bcast_host(c, buf, n * sizeof(float), root);
+}
+
+static void mpi_release(struct comm *c) {}
+
+const struct comm_ops *comm_mpi_ops(void)
+{
+	static const struct comm_ops ops = {
+		.name = "mpi",
+		.allreduce_sum = mpi_allreduce_sum,
+		.bcast = mpi_bcast,
+		.release = mpi_release,
+	};
+	return &ops;
+}
+
+int comm_init(struct comm *c, int *argc, char ***argv)
+{
+	memset(c, 0, sizeof(*c));
+	MPI_CHECK(MPI_Init(argc, argv));
+	/* Errors come back as codes so MPI_CHECK can name the call. */
+	MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+	MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));
+	MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &c->size));
+	MPI_Comm local;
+	MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank,
+				      MPI_INFO_NULL, &local));
+	MPI_CHECK(MPI_Comm_rank(local, &c->local_rank));
+	MPI_CHECK(MPI_Comm_size(local, &c->local_size));
+	MPI_CHECK(MPI_Comm_free(&local));
+	int len = 0;
+	char name[MPI_MAX_PROCESSOR_NAME];
+	MPI_CHECK(MPI_Get_processor_name(name, &len));
+	snprintf(c->host, sizeof(c->host), "%.63s", name);
+	c->ops = comm_mpi_ops();
+	log_set_identity(c->rank, c->size, c->host);
+	return 0;
+}
+
+void comm_finalize(struct comm *c)
+{
+	if (c->ops && c->ops->release)
+		c->ops->release(c);
+	MPI_Finalize();
+}
+
+int comm_any(struct comm *c, int flag)
+{
+	int in = flag != 0, out = 0;
+	MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
+	return out;
+}
+
+int comm_first(struct comm *c, int flag)
+{
+	int in = flag ? c->rank : c->size, out = 0;
+	MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+	return out < c->size ? out : -1;
+}
+
+void comm_sum_host(struct comm *c, double *buf, int n)
+{
+	MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_DOUBLE, MPI_SUM,
+				MPI_COMM_WORLD));
+}
+
+void comm_bcast_host(struct comm *c, void *buf, size_t bytes, int root)
+{
+	char *p = buf;
+	for (size_t off = 0; off < bytes; off += MPI_CHUNK) {
+		size_t len = bytes - off < MPI_CHUNK ? bytes - off : MPI_CHUNK;
+		MPI_CHECK(MPI_Bcast(p + off, (int)len, MPI_BYTE, root, MPI_COMM_WORLD));
+	}
+}
+
+void comm_barrier(struct comm *c)
+{
+	MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+_Noreturn void comm_abort(struct comm *c, int status)
+{
+	fflush(stdout);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, status);
+	exit(status);
+}
+
+int comm_user_errors(struct comm *c)
+{
+	int first = comm_first(c, user_error_pending());
+	if (first < 0)
+		return 0;
+	if (first == c->rank) {
+		fprintf(stderr, "mtrain: error: %s\n", user_error_text());
+		fflush(stderr);
+	}
+	return 1;
+}

@@ -1,0 +1,78 @@
+/* The backend interface: every tensor operation the model, optimizer, EMA and
+ * training loop need, as a table of function pointers. backend_cpu() is the
+ * reference; a CUDA backend fills the same table for device memory. Pointers
+ * passed to the ops are "backend memory" (host for the CPU, device for CUDA);
+ * only copy_in/copy_out cross between host and backend memory.
+ *
+ * Shapes use these letters: R rows of a batch, I layer inputs (fan_in),
+ * O layer outputs (fan_out), C classes, P parameter count. All matrices are
+ * row-major float32. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mathfn.h"
+
+enum device_kind { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
+
+/* Hyper-parameters of one optimizer update, bias corrections precomputed on
+ * the host for the step being taken. */
+struct optim_hp {
+	enum optim_kind kind;
+	float lr;           /* learning rate for this step, e.g. 1e-3 */
+	float momentum;     /* momentum: mu, e.g. 0.9 */
+	int nesterov;       /* momentum: 1 for Nesterov */
+	float beta1, beta2; /* adam/adamw, e.g. 0.9, 0.999 */
+	float eps;          /* adam/adamw, e.g. 1e-8 */
+	float weight_decay; /* L2 for sgd/momentum/adam, decoupled for adamw */
+	float bc1, bc2;     /* adam: 1 - beta1^t, 1 - beta2^t */
+};
+
+struct backend {
+	const char *name; /* "cpu", "cuda" */
+
+	/* Memory. alloc returns zeroed backend memory or aborts; free(NULL) is a
+	 * no-op. copy_in/out move bytes between host and backend memory; copy
+	 * moves bytes within backend memory. */
+	void *(*alloc)(size_t bytes);
+	void (*free)(void *p);
+	void (*copy_in)(void *dst, const void *src_host, size_t bytes);
+	void (*copy_out)(void *dst_host, const void *src, size_t bytes);
+	void (*copy)(void *dst, const void *src, size_t bytes);
+
+	/* c (M,N) = op(a) (M,K) @ op(b) (K,N) + beta * c, where op transposes
+	 * when ta/tb is set (a is then stored (K,M), b (N,K)). */
+	void (*matmul)(float *c, const float *a, const float *b, int m, int n,
+		       int k, int ta, int tb, float beta);
+	/* z (R,O) += bias (O); then a = act(z) unless a is NULL. */
+	void (*bias_act)(float *a, float *z, const float *bias, int rows,
+			 int cols, enum act_kind act);
+	/* dz (n) = act'(z) * da, elementwise; dz may alias da. */
+	void (*act_backward)(float *dz, const float *da, const float *z,
+			     size_t n, enum act_kind act);
+	/* dbias (O) = sum over rows of dz (R,O). */
+	void (*bias_grad)(float *dbias, const float *dz, int rows, int cols);
+	/* Softmax cross-entropy of logits (R,C) against labels (R). stats (2)
+	 * receives {sum of losses, number of correct argmax predictions}.
+	 * When dlogits (R,C) is not NULL it receives scale * (softmax - onehot). */
+	void (*xent)(float *dlogits, float *stats, const float *logits,
+		     const int32_t *labels, int rows, int classes, float scale);
+	/* One optimizer update over P parameters; slot1/slot2 are the optimizer's
+	 * state (momentum buffer, Adam moments) and may be NULL when unused. */
+	void (*optim_update)(float *w, const float *g, float *slot1,
+			     float *slot2, size_t n, const struct optim_hp *hp);
+	/* shadow (P) -= (1 - decay) * (shadow - w). */
+	void (*ema_update)(float *shadow, const float *w, size_t n, float decay);
+	/* Waits until every queued op has finished. */
+	void (*synchronize)(void);
+};
+
+/* The backend for --device: cuda when asked for (NULL and *why when this
+ * build or rank has none), the CPU when asked for, auto: cuda if available,
+ * else the CPU. */
+const struct backend *backend_select(enum device_kind want, const char **why);
+/* The CPU reference backend (OpenBLAS sgemm, one thread per rank). */
+const struct backend *backend_cpu(void);
+/* The CUDA backend when this build has one and this rank sees a GPU; NULL
+ * otherwise with *why set to a sentence saying which. */
+const struct backend *backend_cuda_if_available(const char **why);

@@ -1,0 +1,163 @@
+/* The CPU backend: the reference implementation of backend.h, OpenBLAS sgemm
+ * for matrix products (one thread per rank: ranks are the parallelism) and
+ * plain loops over the shared formulas of mathfn.h for the rest. */
+#include "backend.h"
+#include "check.h"
+
+#include <cblas.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *cpu_alloc(size_t bytes)
+{
+	size_t rounded = (bytes + 63) / 64 * 64;
+	void *p = aligned_alloc(64, rounded ? rounded : 64);
+	ALLOC_CHECK(p);
+	/* Touch every page now: a step must never fault in fresh pages. */
+	memset(p, 0, rounded);
+	return p;
+}
+
+static void cpu_free(void *p) { free(p); }
+
+static void cpu_copy(void *dst, const void *src, size_t bytes)
+{
+	if (dst != src)
+		memmove(dst, src, bytes);
+}
+
+static void cpu_matmul(float *c, const float *a, const float *b, int m, int n,
+		       int k, int ta, int tb, float beta)
+{
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+		    tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
+		    ta ? m : k, b, tb ? k : n, beta, c, n);
+}
+
+static void cpu_bias_act(float *a, float *z, const float *bias, int rows,
+			 int cols, enum act_kind act)
+{
+	for (int r = 0; r < rows; r++) {
+		float *zr = z + (size_t)r * cols;
+		for (int j = 0; j < cols; j++)
+			zr[j] += bias[j];
+		if (!a)
+			continue;
+		float *ar = a + (size_t)r * cols;
+		if (act == ACT_RELU) /* the common case, kept vectorisable */
+			for (int j = 0; j < cols; j++)
+				ar[j] = zr[j] > 0.0f ? zr[j] : 0.0f;
+		else
+			for (int j = 0; j < cols; j++)
+				ar[j] = act_fwd(act, zr[j]);
+	}
+}
+
+static void cpu_act_backward(float *dz, const float *da, const float *z,
+			     size_t n, enum act_kind act)
+{
+	if (act == ACT_RELU) {
+		for (size_t i = 0; i < n; i++)
+			dz[i] = z[i] > 0.0f ? da[i] : 0.0f;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		dz[i] = act_bwd(act, z[i], da[i]);
+}
+
+static void cpu_bias_grad(float *dbias, const float *dz, int rows, int cols)
+{
+	memset(dbias, 0, sizeof(float) * (size_t)cols);
+	for (int r = 0; r < rows; r++) {
+		const float *dr = dz + (size_t)r * cols;
+		for (int j = 0; j < cols; j++)
+			dbias[j] += dr[j];
+	}
+}
+
+static void cpu_xent(float *dlogits, float *stats, const float *logits,
+		     const int32_t *labels, int rows, int classes, float scale)
+{
+	double loss = 0.0;
+	int correct = 0;
+	for (int r = 0; r < rows; r++) {
+		const float *lr = logits + (size_t)r * classes;
+		int best = 0;
+		float mx = lr[0];
+		for (int j = 1; j < classes; j++)
+			if (lr[j] > mx) {
+				mx = lr[j];
+				best = j;
+			}
+		float sum = 0.0f;
+		for (int j = 0; j < classes; j++)
+			sum += expf(lr[j] - mx);
+		int y = labels[r];
+		loss += (double)(logf(sum) - (lr[y] - mx));
+		correct += best == y;
+		if (!dlogits)
+			continue;
+		float *dr = dlogits + (size_t)r * classes;
+		float inv = 1.0f / sum;
+		for (int j = 0; j < classes; j++)
+			dr[j] = scale * (expf(lr[j] - mx) * inv - (j == y ? 1.0f : 0.0f));
+	}
+	stats[0] = (float)loss;
+	stats[1] = (float)correct;
+}
+
+static void cpu_optim_update(float *w, const float *g, float *s1, float *s2,
+			     size_t n, const struct optim_hp *h)
+{
+	switch (h->kind) {
+	case OPTIM_SGD:
+		for (size_t i = 0; i < n; i++)
+			w[i] = sgd_step(w[i], g[i], h->lr, h->weight_decay);
+		break;
+	case OPTIM_MOMENTUM:
+		for (size_t i = 0; i < n; i++)
+			w[i] = momentum_step(w[i], g[i], &s1[i], h->lr, h->momentum,
+					     h->nesterov, h->weight_decay);
+		break;
+	case OPTIM_ADAM:
+	case OPTIM_ADAMW:
+		for (size_t i = 0; i < n; i++)
+			w[i] = adam_step(w[i], g[i], &s1[i], &s2[i], h->lr, h->beta1,
+					 h->beta2, h->eps, h->weight_decay, h->bc1,
+					 h->bc2, h->kind == OPTIM_ADAMW);
+		break;
+	}
+}
+
+static void cpu_ema_update(float *shadow, const float *w, size_t n, float decay)
+{
+	for (size_t i = 0; i < n; i++)
+		shadow[i] = ema_step(shadow[i], w[i], decay);
+}
+
+static void cpu_synchronize(void) {}
+
+const struct backend *backend_cpu(void)
+{
+	static const struct backend cpu = {
+		.name = "cpu",
+		.alloc = cpu_alloc,
+		.free = cpu_free,
+		.copy_in = cpu_copy,
+		.copy_out = cpu_copy,
+		.copy = cpu_copy,
+		.matmul = cpu_matmul,
+		.bias_act = cpu_bias_act,
+		.act_backward = cpu_act_backward,
+		.bias_grad = cpu_bias_grad,
+		.xent = cpu_xent,
+		.optim_update = cpu_optim_update,
+		.ema_update = cpu_ema_update,
+		.synchronize = cpu_synchronize,
+	};
+	/* Ranks are the parallelism: one BLAS thread each, or 2 ranks on 2 cores
+	 * would fight over 4 threads. */
+	openblas_set_num_threads(1);
+	return &cpu;
+}

@@ -1,0 +1,42 @@
+/* One check macro per library. A failing call is a programming or system
+ * error: print the call, file:line, rank and host, then abort every rank so
+ * that none is left waiting in a collective. */
+#pragma once
+#include <stddef.h>
+
+/* Prints "mtrain: <lib> error: <call> failed (<detail>) at file:line on rank R
+ * (host)" and calls MPI_Abort. Never returns. */
+_Noreturn void check_fail(const char *lib, const char *call, const char *detail,
+			  const char *file, int line);
+
+/* MPI calls return MPI_SUCCESS. */
+#define MPI_CHECK(call)                                                        \
+	do {                                                                   \
+		int mpi_check_rc_ = (call);                                    \
+		if (mpi_check_rc_ != 0)                                        \
+			check_fail("MPI", #call, mpi_error_text(mpi_check_rc_),    \
+				   __FILE__, __LINE__);                        \
+	} while (0)
+
+/* HDF5 calls return a negative value on failure. */
+#define H5_CHECK(call)                                                         \
+	do {                                                                   \
+		if ((long long)(call) < 0)                                     \
+			check_fail("HDF5", #call, "negative return", __FILE__,     \
+				   __LINE__);                                  \
+	} while (0)
+
+/* Out of host memory is a system error like any other. */
+#define ALLOC_CHECK(ptr)                                                       \
+	do {                                                                   \
+		if (!(ptr))                                                    \
+			check_fail("libc", #ptr, "out of memory", __FILE__,        \
+				   __LINE__);                                  \
+	} while (0)
+
+/* Text of an MPI error code, for MPI_CHECK. */
+const char *mpi_error_text(int rc);
+
+/* malloc that never returns NULL (aborts through check_fail instead). */
+void *xmalloc(size_t bytes);
+void *xcalloc(size_t n, size_t size);

@@ -1,0 +1,461 @@
+/* Option table, parsing of flags and key = value files, validation, help and
+ * serialisation of struct config. */
+#include "config.h"
+#include "check.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum opt_type { T_STR, T_INT, T_LONG, T_FLOAT, T_U64, T_BOOL, T_ENUM, T_LIST };
+
+struct option_def {
+	const char *name; /* flag without "--", and config key */
+	enum opt_type type;
+	size_t offset;
+	double min, max;     /* numeric range, inclusive */
+	const char *choices; /* T_ENUM: "a|b|c" in enum order */
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct config, f)
+static const struct option_def options[] = {
+	{"data", T_STR, OFF(data), 0, 0, NULL, "training set: HDF5 with x [N,D] and y [N] (default: Fashion-MNIST, imported on first use)"},
+	{"eval-data", T_STR, OFF(eval_data), 0, 0, NULL, "evaluation set, same layout; 'none' for no evaluation"},
+	{"layers", T_LIST, OFF(hidden), 1, 65536, NULL, "hidden layer widths, comma-separated"},
+	{"activation", T_ENUM, OFF(act), 0, 0, "relu|gelu|tanh", "hidden activation"},
+	{"optimizer", T_ENUM, OFF(optim), 0, 0, "sgd|momentum|adam|adamw", "optimizer"},
+	{"lr", T_FLOAT, OFF(lr), 0, 100, NULL, "peak learning rate"},
+	{"momentum", T_FLOAT, OFF(momentum), 0, 0.999999, NULL, "momentum coefficient (momentum optimizer)"},
+	{"nesterov", T_BOOL, OFF(nesterov), 0, 1, NULL, "Nesterov momentum (on|off)"},
+	{"beta1", T_FLOAT, OFF(beta1), 0, 0.999999, NULL, "Adam first-moment decay"},
+	{"beta2", T_FLOAT, OFF(beta2), 0, 0.999999, NULL, "Adam second-moment decay"},
+	{"eps", T_FLOAT, OFF(eps), 0, 1, NULL, "Adam epsilon"},
+	{"weight-decay", T_FLOAT, OFF(weight_decay), -1, 10, NULL, "weight decay: L2 for sgd/momentum/adam, decoupled for adamw (default 0; 0.01 for adamw)"},
+	{"schedule", T_ENUM, OFF(schedule), 0, 0, "constant|cosine|step", "learning-rate schedule after warm-up"},
+	{"warmup", T_LONG, OFF(warmup), 0, 1e12, NULL, "linear warm-up steps"},
+	{"lr-min", T_FLOAT, OFF(lr_min), 0, 100, NULL, "cosine schedule floor"},
+	{"lr-step-every", T_LONG, OFF(lr_step_every), 1, 1e12, NULL, "step schedule: steps between decays"},
+	{"lr-gamma", T_FLOAT, OFF(lr_gamma), 0, 1, NULL, "step schedule: decay factor"},
+	{"batch", T_INT, OFF(batch), 1, 1 << 24, NULL, "global batch size, split across ranks"},
+	{"eval-batch", T_INT, OFF(eval_batch), 1, 1 << 20, NULL, "evaluation rows per rank per batch"},
+	{"epochs", T_INT, OFF(epochs), 1, 1e6, NULL, "epochs to train (ignored when --steps is set)"},
+	{"steps", T_LONG, OFF(steps), 0, 1e12, NULL, "total optimizer steps; 0: as many as --epochs make"},
+	{"seed", T_U64, OFF(seed), 0, 0, NULL, "seed of the initial weights and of each epoch's order"},
+	{"ema-decay", T_FLOAT, OFF(ema_decay), 0, 0.999999999, NULL, "EMA decay"},
+	{"ema-num-updates", T_BOOL, OFF(ema_num_updates), 0, 1, NULL, "decay = min(decay, (1+step)/(10+step)) (on|off)"},
+	{"ema-sync-every", T_LONG, OFF(ema_sync_every), 1, 1e12, NULL, "steps between broadcasts of rank 0's EMA shadows"},
+	{"ckpt-dir", T_STR, OFF(ckpt_dir), 0, 0, NULL, "checkpoint folder"},
+	{"ckpt-every", T_LONG, OFF(ckpt_every), 0, 1e12, NULL, "steps between checkpoints; 0: end of every epoch and of the run"},
+	{"keep", T_INT, OFF(keep), 1, 1e6, NULL, "newest checkpoints kept"},
+	{"resume", T_STR, OFF(resume), 0, 0, NULL, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"},
+	{"log-every", T_LONG, OFF(log_every), 1, 1e12, NULL, "steps between progress lines"},
+	{"metrics", T_STR, OFF(metrics), 0, 0, NULL, "append JSON-lines metrics to this file (rank 0)"},
+	{"device", T_ENUM, OFF(device), 0, 0, "auto|cpu|cuda", "where each rank computes"},
+	{"config", T_STR, OFF(config_file), 0, 0, NULL, "key = value file of these options; flags override it"},
+};
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->hidden[0] = cfg->hidden[1] = 256;
+	cfg->n_hidden = 2;
+	cfg->act = ACT_RELU;
+	cfg->optim = OPTIM_ADAM;
+	cfg->lr = 1e-3f;
+	cfg->momentum = 0.9f;
+	cfg->beta1 = 0.9f;
+	cfg->beta2 = 0.999f;
+	cfg->eps = 1e-8f;
+	cfg->weight_decay = -1.0f;
+	cfg->schedule = SCHED_CONSTANT;
+	cfg->lr_step_every = 1000;
+	cfg->lr_gamma = 0.1f;
+	cfg->batch = 128;
+	cfg->eval_batch = 1000;
+	cfg->epochs = 5;
+	cfg->seed = 42;
+	cfg->ema_decay = 0.999f;
+	cfg->ema_num_updates = 1;
+	cfg->ema_sync_every = 100;
+	snprintf(cfg->ckpt_dir, PATH_LEN, "checkpoints");
+	cfg->keep = 5;
+	snprintf(cfg->resume, PATH_LEN, "auto");
+	cfg->log_every = 50;
+	cfg->device = DEVICE_AUTO;
+}
+
+static const char *enum_choice(const char *choices, int index, char *buf, size_t len)
+{
+	const char *p = choices;
+	for (int i = 0; i < index && p; i++) {
+		p = strchr(p, '|');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return "?";
+	size_t n = strcspn(p, "|");
+	snprintf(buf, len, "%.*s", (int)n, p);
+	return buf;
+}
+
+static const char *choice_name(const char *choices, int index)
+{
+	static char buf[4][32];
+	static int slot;
+	slot = (slot + 1) % 4;
+	return enum_choice(choices, index, buf[slot], sizeof(buf[slot]));
+}
+
+const char *config_act_name(int act) { return choice_name("relu|gelu|tanh", act); }
+const char *config_optim_name(int o) { return choice_name("sgd|momentum|adam|adamw", o); }
+const char *config_device_name(int d) { return choice_name("auto|cpu|cuda", d); }
+
+void config_hidden_text(const struct config *cfg, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (int i = 0; i < cfg->n_hidden && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s%d", i ? "," : "", cfg->hidden[i]);
+}
+
+/* Edit distance, for "did you mean". */
+static int edit_distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	if (la > 63 || lb > 63)
+		return 99;
+	int d[64][64];
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++)
+		for (int j = 1; j <= lb; j++) {
+			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+	return d[la][lb];
+}
+
+static const struct option_def *find_option(const char *name)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++)
+		if (!strcmp(options[i].name, name))
+			return &options[i];
+	return NULL;
+}
+
+static const char *closest_option(const char *name)
+{
+	const char *best = NULL;
+	int best_d = 4;
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		int d = edit_distance(name, options[i].name);
+		if (d < best_d) {
+			best_d = d;
+			best = options[i].name;
+		}
+	}
+	return best;
+}
+
+static int unknown_option(const char *where, const char *prefix, const char *name)
+{
+	const char *near = closest_option(name);
+	if (near)
+		return user_error("%sunknown %s '%s%s' (did you mean '%s%s'?)", where,
+				  *prefix ? "flag" : "config key", prefix, name, prefix, near);
+	return user_error("%sunknown %s '%s%s' (see mtrain --help)", where,
+			  *prefix ? "flag" : "config key", prefix, name);
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	static const char *yes[] = {"on", "true", "yes", "1"}, *no[] = {"off", "false", "no", "0"};
+	for (int i = 0; i < 4; i++) {
+		if (!strcmp(v, yes[i]))
+			return *out = 1, 0;
+		if (!strcmp(v, no[i]))
+			return *out = 0, 0;
+	}
+	return -1;
+}
+
+/* Sets one option from its text value; where is "--lr" or "run.conf:3: lr". */
+static int set_option(struct config *cfg, const struct option_def *o, const char *v,
+		      const char *where)
+{
+	char *base = (char *)cfg + o->offset;
+	char *end = NULL;
+	errno = 0;
+	switch (o->type) {
+	case T_STR:
+		if (strlen(v) >= PATH_LEN)
+			return user_error("%s: value is longer than %d characters", where, PATH_LEN - 1);
+		snprintf(base, PATH_LEN, "%s", v);
+		return 0;
+	case T_BOOL:
+		if (parse_bool(v, (int *)base))
+			return user_error("%s: '%s' is not on or off", where, v);
+		return 0;
+	case T_ENUM:
+		for (int i = 0;; i++) {
+			char buf[32];
+			const char *c = enum_choice(o->choices, i, buf, sizeof(buf));
+			if (!strcmp(c, "?"))
+				break;
+			if (!strcmp(c, v))
+				return *(int *)base = i, 0;
+		}
+		return user_error("%s: '%s' is not one of %s", where, v, o->choices);
+	case T_LIST: {
+		int n = 0;
+		const char *p = v;
+		while (*p) {
+			long w = strtol(p, &end, 10);
+			if (end == p || (*end && *end != ','))
+				return user_error("%s: '%s' is not a comma-separated list of widths (e.g. 256,256)", where, v);
+			if (w < o->min || w > o->max)
+				return user_error("%s: width %ld is out of range (%g..%g)", where, w, o->min, o->max);
+			if (n == MAX_HIDDEN)
+				return user_error("%s: more than %d hidden layers", where, MAX_HIDDEN);
+			((int *)base)[n++] = (int)w;
+			p = *end ? end + 1 : end;
+		}
+		if (n == 0)
+			return user_error("%s: needs at least one hidden width (e.g. 256,256)", where);
+		cfg->n_hidden = n;
+		return 0;
+	}
+	case T_U64: {
+		if (*v == '-')
+			return user_error("%s: '%s' is not a non-negative integer", where, v);
+		unsigned long long u = strtoull(v, &end, 10);
+		if (!*v || *end || errno)
+			return user_error("%s: '%s' is not a non-negative integer", where, v);
+		*(uint64_t *)base = u;
+		return 0;
+	}
+	default: {
+		double d;
+		if (o->type == T_FLOAT)
+			d = strtod(v, &end);
+		else
+			d = (double)strtoll(v, &end, 10);
+		if (!*v || *end || errno || (o->type == T_FLOAT && !isfinite(d)))
+			return user_error("%s: '%s' is not %s", where, v,
+					  o->type == T_FLOAT ? "a number" : "an integer");
+		if (d < o->min || d > o->max)
+			return user_error("%s: %s is out of range (%g..%g)", where, v, o->min, o->max);
+		if (o->type == T_FLOAT)
+			*(float *)base = (float)d;
+		else if (o->type == T_INT)
+			*(int *)base = (int)d;
+		else
+			*(long *)base = (long)d;
+		return 0;
+	}
+	}
+}
+
+int config_parse_text(struct config *cfg, const char *text, const char *where)
+{
+	int lineno = 0;
+	const char *p = text;
+	while (*p) {
+		lineno++;
+		size_t len = strcspn(p, "\n");
+		char line[PATH_LEN + 128];
+		if (len >= sizeof(line))
+			return user_error("%s:%d: line too long", where, lineno);
+		memcpy(line, p, len);
+		line[len] = 0;
+		p += len + (p[len] == '\n');
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = 0;
+		char *s = line;
+		while (isspace((unsigned char)*s))
+			s++;
+		size_t n = strlen(s);
+		while (n && isspace((unsigned char)s[n - 1]))
+			s[--n] = 0;
+		if (!*s)
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq)
+			return user_error("%s:%d: expected 'key = value', got '%s'", where, lineno, s);
+		*eq = 0;
+		char *key = s, *val = eq + 1;
+		for (n = strlen(key); n && isspace((unsigned char)key[n - 1]);)
+			key[--n] = 0;
+		while (isspace((unsigned char)*val))
+			val++;
+		for (char *k = key; *k; k++)
+			if (*k == '_')
+				*k = '-';
+		char loc[PATH_LEN + 64];
+		snprintf(loc, sizeof(loc), "%s:%d: ", where, lineno);
+		const struct option_def *o = find_option(key);
+		if (!o || !strcmp(key, "config"))
+			return unknown_option(loc, "", key);
+		snprintf(loc, sizeof(loc), "%s:%d: %s", where, lineno, key);
+		if (set_option(cfg, o, val, loc))
+			return -1;
+	}
+	return 0;
+}
+
+static int load_config_file(struct config *cfg, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return user_error("--config %s: cannot open: %s", path, strerror(errno));
+	char *text = xmalloc(1 << 20);
+	size_t n = fread(text, 1, (1 << 20) - 1, f);
+	int bad = ferror(f);
+	fclose(f);
+	text[n] = 0;
+	int rc = bad ? user_error("--config %s: read error", path)
+		     : config_parse_text(cfg, text, path);
+	free(text);
+	return rc;
+}
+
+int config_parse_args(struct config *cfg, int argc, char **argv, int *help, int *version)
+{
+	*help = *version = 0;
+	/* The config file first, wherever --config stands, so flags win. */
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strncmp(a, "--config=", 9))
+			snprintf(cfg->config_file, PATH_LEN, "%s", a + 9);
+		else if (!strcmp(a, "--config") && i + 1 < argc)
+			snprintf(cfg->config_file, PATH_LEN, "%s", argv[i + 1]);
+	}
+	if (cfg->config_file[0] && load_config_file(cfg, cfg->config_file))
+		return -1;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			*help = 1;
+			continue;
+		}
+		if (!strcmp(a, "--version")) {
+			*version = 1;
+			continue;
+		}
+		if (strncmp(a, "--", 2))
+			return user_error("unexpected argument '%s' (options start with --; see mtrain --help)", a);
+		char name[128];
+		const char *eq = strchr(a, '=');
+		size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+		snprintf(name, sizeof(name), "%.*s", (int)(len < 127 ? len : 127), a + 2);
+		const struct option_def *o = find_option(name);
+		if (!o)
+			return unknown_option("", "--", name);
+		const char *val = eq ? eq + 1 : NULL;
+		if (!val && o->type == T_BOOL) {
+			int b;
+			if (i + 1 < argc && !parse_bool(argv[i + 1], &b))
+				val = argv[++i];
+			else
+				val = "on";
+		}
+		if (!val) {
+			if (i + 1 >= argc)
+				return user_error("--%s: missing value", name);
+			val = argv[++i];
+		}
+		char where[160];
+		snprintf(where, sizeof(where), "--%s", name);
+		if (set_option(cfg, o, val, where))
+			return -1;
+	}
+	return 0;
+}
+
+int config_validate(const struct config *cfg)
+{
+	if (!cfg->ckpt_dir[0])
+		return user_error("--ckpt-dir: must not be empty");
+	if (cfg->lr_min > cfg->lr)
+		return user_error("--lr-min: %g is above --lr %g", cfg->lr_min, cfg->lr);
+	if (!cfg->resume[0])
+		return user_error("--resume: must be auto, never or a checkpoint file");
+	if (cfg->lr <= 0.0f)
+		return user_error("--lr: must be above 0");
+	return 0;
+}
+
+static void write_value(const struct config *cfg, const struct option_def *o, FILE *f)
+{
+	const char *base = (const char *)cfg + o->offset;
+	char buf[256];
+	switch (o->type) {
+	case T_STR: fputs(base, f); break;
+	case T_BOOL: fputs(*(const int *)base ? "on" : "off", f); break;
+	case T_ENUM: fputs(choice_name(o->choices, *(const int *)base), f); break;
+	case T_LIST: config_hidden_text(cfg, buf, sizeof(buf)); fputs(buf, f); break;
+	case T_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)base); break;
+	case T_INT: fprintf(f, "%d", *(const int *)base); break;
+	case T_LONG: fprintf(f, "%ld", *(const long *)base); break;
+	case T_FLOAT: fprintf(f, "%.9g", *(const float *)base); break;
+	}
+}
+
+void config_write(const struct config *cfg, FILE *f)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		if (!strcmp(options[i].name, "config"))
+			continue;
+		fprintf(f, "%s = ", options[i].name);
+		write_value(cfg, &options[i], f);
+		fputc('\n', f);
+	}
+}
+
+char *config_to_text(const struct config *cfg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	ALLOC_CHECK(f);
+	config_write(cfg, f);
+	fclose(f);
+	return text;
+}
+
+void config_print_help(FILE *f)
+{
+	struct config def;
+	config_defaults(&def);
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		const struct option_def *o = &options[i];
+		char flag[64];
+		const char *meta = o->type == T_ENUM ? o->choices
+				   : o->type == T_STR ? "PATH"
+				   : o->type == T_BOOL ? "on|off"
+				   : o->type == T_LIST ? "W,W,..."
+				   : o->type == T_FLOAT ? "X" : "N";
+		snprintf(flag, sizeof(flag), "--%s %s", o->name, meta);
+		fprintf(f, "  %-34s %s", flag, o->help);
+		if (o->type != T_STR || ((const char *)&def + o->offset)[0]) {
+			if (strcmp(o->name, "weight-decay")) {
+				fputs(" [default: ", f);
+				write_value(&def, o, f);
+				fputc(']', f);
+			}
+		}
+		fputc('\n', f);
+	}
+}

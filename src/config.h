@@ -1,0 +1,73 @@
+/* The run configuration: one table of options drives the command-line flags,
+ * the --config key = value file, --help, validation and the text stored in
+ * every checkpoint. */
+#pragma once
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+
+#define MAX_HIDDEN 16
+#define PATH_LEN 1024
+
+enum lr_schedule { SCHED_CONSTANT, SCHED_COSINE, SCHED_STEP };
+
+struct config {
+	char data[PATH_LEN];      /* training set, e.g. "data/fashion-mnist-train.h5" */
+	char eval_data[PATH_LEN]; /* evaluation set, "" for none */
+	int hidden[MAX_HIDDEN];   /* hidden widths, e.g. {256, 256} */
+	int n_hidden;             /* e.g. 2 */
+	int act;                  /* enum act_kind, e.g. ACT_RELU */
+	int optim;                /* enum optim_kind, e.g. OPTIM_ADAM */
+	float lr;                 /* peak learning rate, e.g. 1e-3 */
+	float momentum;           /* momentum optimizer, e.g. 0.9 */
+	int nesterov;             /* 0/1 */
+	float beta1, beta2, eps;  /* adam/adamw, e.g. 0.9, 0.999, 1e-8 */
+	float weight_decay;       /* e.g. 0; < 0 means the optimizer's default */
+	int schedule;             /* enum lr_schedule */
+	long warmup;              /* linear warm-up steps, e.g. 0 */
+	float lr_min;             /* cosine floor, e.g. 0 */
+	long lr_step_every;       /* step schedule period in steps, e.g. 1000 */
+	float lr_gamma;           /* step schedule factor, e.g. 0.1 */
+	int batch;                /* global batch over all ranks, e.g. 128 */
+	int eval_batch;           /* rows per rank per evaluation batch, e.g. 1000 */
+	int epochs;               /* e.g. 5 */
+	long steps;               /* total optimizer steps; 0: epochs' worth */
+	uint64_t seed;            /* e.g. 42 */
+	float ema_decay;          /* e.g. 0.999 */
+	int ema_num_updates;      /* 1: decay = min(decay, (1+t)/(10+t)) */
+	long ema_sync_every;      /* steps between shadow broadcasts, e.g. 100 */
+	char ckpt_dir[PATH_LEN];  /* e.g. "checkpoints" */
+	long ckpt_every;          /* steps; 0: end of each epoch and of the run */
+	int keep;                 /* newest checkpoints kept, e.g. 5 */
+	char resume[PATH_LEN];    /* "auto", "never" or a checkpoint path */
+	long log_every;           /* steps between progress lines, e.g. 50 */
+	char metrics[PATH_LEN];   /* JSON-lines metrics file, "" for none */
+	int device;               /* enum device_kind */
+	char config_file[PATH_LEN]; /* the --config file, "" for none */
+};
+
+/* Fills cfg with the defaults of the default job. */
+void config_defaults(struct config *cfg);
+/* Applies --config FILE (if named) then the flags argv[0..argc), flags
+ * winning. Returns 0, or -1 with a user_error recorded. *help / *version are
+ * set when those flags appear. */
+int config_parse_args(struct config *cfg, int argc, char **argv, int *help,
+		      int *version);
+/* Applies "key = value" lines from text; where names the source in errors
+ * (e.g. "run.conf"). Returns 0 or -1 with a user_error recorded. */
+int config_parse_text(struct config *cfg, const char *text, const char *where);
+/* Cross-option checks (ranges that depend on each other). 0 or -1. */
+int config_validate(const struct config *cfg);
+/* Writes every option as "key = value" lines, readable by config_parse_text. */
+void config_write(const struct config *cfg, FILE *f);
+/* config_write into a malloc'd string. */
+char *config_to_text(const struct config *cfg);
+/* Prints the option reference for --help. */
+void config_print_help(FILE *f);
+/* Names of the enum values, for logs. */
+const char *config_act_name(int act);
+const char *config_optim_name(int optim);
+const char *config_device_name(int device);
+/* "256,256" for the hidden widths. */
+void config_hidden_text(const struct config *cfg, char *buf, size_t len);

@@ -1,0 +1,51 @@
+/* The EMA registry of ema.h. */
+#include "ema.h"
+
+#include <string.h>
+
+void ema_init(struct ema *e, const struct backend *be, const float *w, size_t n,
+	      float decay, int num_updates, int owner)
+{
+	memset(e, 0, sizeof(*e));
+	e->be = be;
+	e->n = n;
+	e->decay = decay;
+	e->num_updates = num_updates;
+	e->owner = owner;
+	e->shadow = be->alloc(n * sizeof(float));
+	be->copy(e->shadow, w, n * sizeof(float));
+}
+
+void ema_free(struct ema *e)
+{
+	if (e->be)
+		e->be->free(e->shadow);
+	memset(e, 0, sizeof(*e));
+}
+
+float ema_decay_at(float decay, int num_updates, long global_step)
+{
+	if (!num_updates)
+		return decay;
+	float rule = (float)(1.0 + (double)global_step) / (float)(10.0 + (double)global_step);
+	return rule < decay ? rule : decay;
+}
+
+void ema_update(struct ema *e, const float *w, long global_step)
+{
+	if (e->owner)
+		e->be->ema_update(e->shadow, w, e->n,
+				  ema_decay_at(e->decay, e->num_updates, global_step));
+}
+
+void ema_sync(struct ema *e, struct comm *c)
+{
+	c->ops->bcast(c, e->shadow, e->n, 0);
+}
+
+void ema_swap(struct ema *e, float **w)
+{
+	float *t = *w;
+	*w = e->shadow;
+	e->shadow = t;
+}

@@ -1,0 +1,103 @@
+/* Logging: rank-0 information lines, per-rank errors, deferred user errors
+ * and the JSON-lines metrics file. */
+#include "log.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int g_rank, g_size = 1;
+static char g_host[64] = "?";
+static char g_user_error[1024];
+static FILE *g_metrics;
+
+void log_set_identity(int rank, int size, const char *host)
+{
+	g_rank = rank;
+	g_size = size;
+	snprintf(g_host, sizeof(g_host), "%s", host);
+}
+
+int log_rank(void) { return g_rank; }
+const char *log_host(void) { return g_host; }
+
+void log_info(const char *fmt, ...)
+{
+	if (g_rank != 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+void log_warn(const char *fmt, ...)
+{
+	if (g_rank != 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("mtrain: warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void log_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (g_size > 1)
+		fprintf(stderr, "mtrain: error (rank %d on %s): ", g_rank, g_host);
+	else
+		fputs("mtrain: error: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+int user_error(const char *fmt, ...)
+{
+	if (g_user_error[0])
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(g_user_error, sizeof(g_user_error), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int user_error_pending(void) { return g_user_error[0] != 0; }
+const char *user_error_text(void) { return g_user_error; }
+void user_error_clear(void) { g_user_error[0] = 0; }
+
+int metrics_open(const char *path)
+{
+	if (g_rank != 0 || !path || !path[0])
+		return 0;
+	g_metrics = fopen(path, "a");
+	if (!g_metrics)
+		return user_error("--metrics %s: cannot open for appending: %s", path, strerror(errno));
+	return 0;
+}
+
+void metrics_write(const char *fmt, ...)
+{
+	if (!g_metrics)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(g_metrics, fmt, ap);
+	va_end(ap);
+	fputc('\n', g_metrics);
+	fflush(g_metrics);
+}
+
+void metrics_close(void)
+{
+	if (g_metrics)
+		fclose(g_metrics);
+	g_metrics = NULL;
+}

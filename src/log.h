@@ -1,0 +1,34 @@
+/* Logging for mtrain: informational lines from rank 0, a rank's own errors,
+ * the one-line user-error convention (exit status 2) and the metrics file. */
+#pragma once
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Exit status for every user error (bad flag, config, data or checkpoint). */
+#define EXIT_USER 2
+
+/* Sets the identity printed in error lines; called once by comm_init. */
+void log_set_identity(int rank, int size, const char *host);
+int log_rank(void);
+const char *log_host(void);
+
+/* Prints a line to stdout on rank 0 only. */
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "mtrain: warning: ..." to stderr on rank 0 only. */
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "mtrain: error: ..." to stderr on this rank, whatever its number. */
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Records a user error on this rank without printing it: the message waits
+ * until the ranks agree (see comm_user_errors) so the job prints one line. Only
+ * the first message of a phase is kept. Returns -1 for `return user_error(..)`. */
+int user_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Whether this rank has a pending user error, and its text. */
+int user_error_pending(void);
+const char *user_error_text(void);
+void user_error_clear(void);
+
+/* Metrics file: one JSON object per line, written by rank 0. NULL path: none. */
+int metrics_open(const char *path);
+void metrics_write(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void metrics_close(void);

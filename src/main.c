@@ -1,0 +1,128 @@
+/* mtrain's command line: train (the default), import, inspect, eval. */
+#include "check.h"
+#include "ckpt.h"
+#include "comm.h"
+#include "config.h"
+#include "dataset.h"
+#include "log.h"
+#include "train.h"
+#include "version.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"mtrain %s: data-parallel neural-network training on MPI ranks\n\n"
+		"usage:\n"
+		"  mpirun -np N mtrain [train] [options]   train (no options: the default job,\n"
+		"                                          Fashion-MNIST, MLP 784-256-256-10)\n"
+		"  mtrain import --images F --labels F --out FILE.h5\n"
+		"                                          convert IDX (.gz) files to HDF5\n"
+		"  mtrain inspect FILE.h5                  list a checkpoint's variables\n"
+		"  mpirun -np N mtrain eval --ckpt FILE.h5 [--eval-data F] [--weights raw|ema|both]\n"
+		"                                          evaluate a checkpoint\n"
+		"  mtrain --help | --version\n\n"
+		"training options (also as 'key = value' lines in --config FILE):\n",
+		MTRAIN_VERSION);
+	config_print_help(f);
+	fprintf(f, "\nenvironment: MTRAIN_DATA_DIR (default data cache folder, 'data'),\n"
+		   "MTRAIN_PROFILE=1 (time each phase exactly). Exit status 2: bad input.\n");
+}
+
+/* Parses "--key value" pairs of a subcommand into the named slots. */
+static int sub_args(int argc, char **argv, const char **keys, const char **vals, int n)
+{
+	for (int i = 0; i < argc; i++) {
+		int k = 0;
+		while (k < n && strcmp(argv[i] + (strncmp(argv[i], "--", 2) ? 0 : 2), keys[k]))
+			k++;
+		if (strncmp(argv[i], "--", 2) || k == n)
+			return user_error("unexpected argument '%s' (see mtrain --help)", argv[i]);
+		if (i + 1 == argc)
+			return user_error("%s: missing value", argv[i]);
+		vals[k] = argv[++i];
+	}
+	return 0;
+}
+
+static int cmd_import(int argc, char **argv, struct comm *c)
+{
+	const char *keys[3] = {"images", "labels", "out"}, *vals[3] = {0};
+	if (!sub_args(argc, argv, keys, vals, 3))
+		for (int k = 0; k < 3 && !user_error_pending(); k++)
+			if (!vals[k])
+				user_error("import: --%s is required", keys[k]);
+	if (!user_error_pending() && c->rank == 0 &&
+	    dataset_import_idx(vals[0], vals[1], vals[2]) == 0)
+		log_info("wrote %s", vals[2]);
+	return comm_user_errors(c) ? EXIT_USER : 0;
+}
+
+static int cmd_inspect(int argc, char **argv, struct comm *c)
+{
+	if (argc != 1)
+		user_error("inspect: expected one checkpoint file, got %d arguments", argc);
+	else if (c->rank == 0)
+		ckpt_inspect(argv[0], stdout);
+	return comm_user_errors(c) ? EXIT_USER : 0;
+}
+
+static int cmd_eval(int argc, char **argv, struct comm *c)
+{
+	const char *keys[4] = {"ckpt", "eval-data", "weights", "device"}, *vals[4] = {0};
+	int device = DEVICE_AUTO;
+	if (!sub_args(argc, argv, keys, vals, 4)) {
+		if (!vals[0])
+			user_error("eval: --ckpt FILE is required");
+		else if (vals[3] && strcmp(vals[3], "auto"))
+			device = !strcmp(vals[3], "cpu") ? DEVICE_CPU
+				 : !strcmp(vals[3], "cuda") ? DEVICE_CUDA
+				 : (user_error("--device: '%s' is not one of auto|cpu|cuda", vals[3]), 0);
+	}
+	if (comm_user_errors(c))
+		return EXIT_USER;
+	return eval_main(vals[0], vals[1], vals[2] ? vals[2] : "both", device, c);
+}
+
+static int cmd_train(int argc, char **argv, struct comm *c)
+{
+	struct config cfg;
+	int help = 0, version = 0;
+	config_defaults(&cfg);
+	if (config_parse_args(&cfg, argc, argv, &help, &version) == 0 && !help && !version)
+		config_validate(&cfg);
+	if (comm_user_errors(c))
+		return EXIT_USER;
+	if (help || version) {
+		if (c->rank == 0) {
+			if (help)
+				usage(stdout);
+			else
+				printf("mtrain %s\n", MTRAIN_VERSION);
+		}
+		return 0;
+	}
+	return train_main(&cfg, c);
+}
+
+int main(int argc, char **argv)
+{
+	struct comm comm;
+	comm_init(&comm, &argc, &argv);
+	const char *cmd = argc > 1 ? argv[1] : "";
+	int status;
+	if (!strcmp(cmd, "import"))
+		status = cmd_import(argc - 2, argv + 2, &comm);
+	else if (!strcmp(cmd, "inspect"))
+		status = cmd_inspect(argc - 2, argv + 2, &comm);
+	else if (!strcmp(cmd, "eval"))
+		status = cmd_eval(argc - 2, argv + 2, &comm);
+	else if (!strcmp(cmd, "train"))
+		status = cmd_train(argc - 2, argv + 2, &comm);
+	else
+		status = cmd_train(argc - 1, argv + 1, &comm);
+	comm_finalize(&comm);
+	return status;
+}

@@ -1,0 +1,83 @@
+/* Per-element formulas shared by the CPU backend and the CUDA kernels:
+ * activations, optimizer updates and the EMA step. Written once here so the
+ * CPU tests exercise the arithmetic the GPU runs. */
+#pragma once
+#include <math.h>
+
+#ifdef __CUDACC__
+#define MT_FN __host__ __device__ static inline
+#else
+#define MT_FN static inline
+#endif
+
+enum act_kind { ACT_RELU, ACT_GELU, ACT_TANH };
+enum optim_kind { OPTIM_SGD, OPTIM_MOMENTUM, OPTIM_ADAM, OPTIM_ADAMW };
+
+/* act(x): relu, gelu (exact, erf form as in PyTorch), tanh. */
+MT_FN float act_fwd(enum act_kind act, float x)
+{
+	switch (act) {
+	case ACT_RELU: return x > 0.0f ? x : 0.0f;
+	case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+	default: return tanhf(x);
+	}
+}
+
+/* d act(x) / dx * dy. */
+MT_FN float act_bwd(enum act_kind act, float x, float dy)
+{
+	switch (act) {
+	case ACT_RELU: return x > 0.0f ? dy : 0.0f;
+	case ACT_GELU: {
+		float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+		float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+		return dy * (cdf + x * pdf);
+	}
+	default: {
+		float t = tanhf(x);
+		return dy * (1.0f - t * t);
+	}
+	}
+}
+
+/* One SGD step with coupled L2 weight decay (PyTorch's SGD). */
+MT_FN float sgd_step(float w, float g, float lr, float wd)
+{
+	return w - lr * (g + wd * w);
+}
+
+/* One momentum step, PyTorch form: buf = mu * buf + g; w -= lr * buf
+ * (Nesterov: w -= lr * (g + mu * buf)). Updates *buf, returns the new w. */
+MT_FN float momentum_step(float w, float g, float *buf, float lr, float mu,
+			  int nesterov, float wd)
+{
+	g += wd * w;
+	float b = mu * *buf + g;
+	*buf = b;
+	return w - lr * (nesterov ? g + mu * b : b);
+}
+
+/* One Adam/AdamW step, PyTorch form: m, v moments; bias corrections bc1, bc2
+ * precomputed for this step; AdamW decays w by lr * wd first (decoupled),
+ * Adam adds wd * w to the gradient (L2). Updates *m, *v, returns the new w. */
+MT_FN float adam_step(float w, float g, float *m, float *v, float lr,
+		      float beta1, float beta2, float eps, float wd,
+		      float bc1, float bc2, int decoupled)
+{
+	if (decoupled)
+		w -= lr * wd * w;
+	else
+		g += wd * w;
+	float mm = beta1 * *m + (1.0f - beta1) * g;
+	float vv = beta2 * *v + (1.0f - beta2) * g * g;
+	*m = mm;
+	*v = vv;
+	float denom = sqrtf(vv) / sqrtf(bc2) + eps;
+	return w - (lr / bc1) * mm / denom;
+}
+
+/* One EMA step: shadow -= (1 - decay) * (shadow - w). */
+MT_FN float ema_step(float shadow, float w, float decay)
+{
+	return shadow - (1.0f - decay) * (shadow - w);
+}

@@ -1,0 +1,129 @@
+/* The dense-stack model of model.h. */
+#include "model.h"
+#include "check.h"
+#include "rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RNG_STREAM_INIT 1
+
+void model_init(struct model *m, const struct backend *be, int in_dim,
+		int classes, const int *hidden, int n_hidden, enum act_kind act,
+		int max_rows)
+{
+	memset(m, 0, sizeof(*m));
+	m->be = be;
+	m->act = act;
+	m->in_dim = in_dim;
+	m->classes = classes;
+	m->max_rows = max_rows;
+	m->n_layers = n_hidden + 1;
+	params_init(&m->reg);
+	int fan_in = in_dim;
+	m->max_width = in_dim > classes ? in_dim : classes;
+	for (int l = 0; l < m->n_layers; l++) {
+		int fan_out = l < n_hidden ? hidden[l] : classes;
+		char layer[32], name[PARAM_NAME_LEN];
+		params_layer_name(l, layer, sizeof(layer));
+		long kdims[2] = {fan_in, fan_out}, bdims[1] = {fan_out};
+		snprintf(name, sizeof(name), "%s/kernel", layer);
+		m->layer[l].kernel = params_add(&m->reg, name, 2, kdims);
+		snprintf(name, sizeof(name), "%s/bias", layer);
+		m->layer[l].bias = params_add(&m->reg, name, 1, bdims);
+		m->layer[l].in = fan_in;
+		m->layer[l].out = fan_out;
+		if (fan_out > m->max_width)
+			m->max_width = fan_out;
+		fan_in = fan_out;
+	}
+	size_t P = m->reg.total, R = (size_t)max_rows;
+	m->w = be->alloc(P * sizeof(float));
+	m->g = be->alloc(P * sizeof(float));
+	m->x = be->alloc(R * in_dim * sizeof(float));
+	m->y = be->alloc(R * sizeof(int32_t));
+	for (int l = 0; l < m->n_layers; l++) {
+		m->z[l] = be->alloc(R * m->layer[l].out * sizeof(float));
+		if (l < n_hidden)
+			m->a[l] = be->alloc(R * m->layer[l].out * sizeof(float));
+	}
+	m->dlogits = be->alloc(R * classes * sizeof(float));
+	for (int i = 0; i < 2; i++)
+		m->scratch[i] = be->alloc(R * m->max_width * sizeof(float));
+	m->stats = be->alloc(2 * sizeof(float));
+}
+
+void model_free(struct model *m)
+{
+	const struct backend *be = m->be;
+	if (!be)
+		return;
+	be->free(m->w);
+	be->free(m->g);
+	be->free(m->x);
+	be->free(m->y);
+	for (int l = 0; l < m->n_layers; l++) {
+		be->free(m->z[l]);
+		be->free(m->a[l]);
+	}
+	be->free(m->dlogits);
+	be->free(m->scratch[0]);
+	be->free(m->scratch[1]);
+	be->free(m->stats);
+	memset(m, 0, sizeof(*m));
+}
+
+void model_glorot(const struct model *m, uint64_t seed, float *host_w)
+{
+	struct rng r;
+	rng_init(&r, seed, RNG_STREAM_INIT);
+	memset(host_w, 0, m->reg.total * sizeof(float));
+	for (int l = 0; l < m->n_layers; l++) {
+		const struct dense *d = &m->layer[l];
+		float limit = sqrtf(6.0f / (float)(d->in + d->out));
+		float *k = host_w + d->kernel;
+		for (size_t i = 0; i < (size_t)d->in * d->out; i++)
+			k[i] = (2.0f * rng_uniform(&r) - 1.0f) * limit;
+	}
+}
+
+void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows)
+{
+	m->be->copy_in(m->x, x, (size_t)rows * m->in_dim * sizeof(float));
+	m->be->copy_in(m->y, y, (size_t)rows * sizeof(int32_t));
+}
+
+void model_forward(struct model *m, int rows, float grad_scale, float stats_out[2])
+{
+	const struct backend *be = m->be;
+	const float *in = m->x;
+	for (int l = 0; l < m->n_layers; l++) {
+		const struct dense *d = &m->layer[l];
+		int last = l == m->n_layers - 1;
+		be->matmul(m->z[l], in, m->w + d->kernel, rows, d->out, d->in, 0, 0, 0.0f);
+		be->bias_act(last ? NULL : m->a[l], m->z[l], m->w + d->bias, rows, d->out, m->act);
+		in = m->a[l];
+	}
+	be->xent(grad_scale > 0.0f ? m->dlogits : NULL, m->stats, m->z[m->n_layers - 1],
+		 m->y, rows, m->classes, grad_scale);
+	be->copy_out(stats_out, m->stats, 2 * sizeof(float));
+}
+
+void model_backward(struct model *m, int rows)
+{
+	const struct backend *be = m->be;
+	const float *dz = m->dlogits; /* (R, O_l) gradient of layer l's output */
+	for (int l = m->n_layers - 1; l >= 0; l--) {
+		const struct dense *d = &m->layer[l];
+		const float *in = l ? m->a[l - 1] : m->x; /* (R, I_l) */
+		be->matmul(m->g + d->kernel, in, dz, d->in, d->out, rows, 1, 0, 0.0f);
+		be->bias_grad(m->g + d->bias, dz, rows, d->out);
+		if (l == 0)
+			break; /* no gradient for the data */
+		float *da = m->scratch[l & 1]; /* (R, I_l) */
+		be->matmul(da, dz, m->w + d->kernel, rows, d->in, d->out, 0, 1, 0.0f);
+		be->act_backward(da, da, m->z[l - 1], (size_t)rows * d->in, m->act);
+		dz = da;
+	}
+}

@@ -1,0 +1,73 @@
+/* Optimizers and the learning-rate schedule of optim.h. The per-element
+ * formulas are in mathfn.h, shared with the CUDA kernels. */
+#include "optim.h"
+
+#include <math.h>
+#include <string.h>
+
+float optim_weight_decay(const struct config *cfg)
+{
+	if (cfg->weight_decay >= 0.0f)
+		return cfg->weight_decay;
+	return cfg->optim == OPTIM_ADAMW ? 0.01f : 0.0f; /* PyTorch's defaults */
+}
+
+void optim_init(struct optim *o, const struct backend *be, const struct config *cfg, size_t n)
+{
+	memset(o, 0, sizeof(*o));
+	o->be = be;
+	o->n = n;
+	o->hp.kind = (enum optim_kind)cfg->optim;
+	o->hp.momentum = cfg->momentum;
+	o->hp.nesterov = cfg->nesterov;
+	o->hp.beta1 = cfg->beta1;
+	o->hp.beta2 = cfg->beta2;
+	o->hp.eps = cfg->eps;
+	o->hp.weight_decay = optim_weight_decay(cfg);
+	if (cfg->optim == OPTIM_MOMENTUM) {
+		o->n_slots = 1;
+		o->slot_suffix[0] = "Momentum";
+	} else if (cfg->optim == OPTIM_ADAM || cfg->optim == OPTIM_ADAMW) {
+		o->n_slots = 2;
+		o->slot_suffix[0] = "Adam";
+		o->slot_suffix[1] = "Adam_1";
+	}
+	for (int i = 0; i < o->n_slots; i++)
+		o->slot[i] = be->alloc(n * sizeof(float));
+}
+
+void optim_free(struct optim *o)
+{
+	if (!o->be)
+		return;
+	for (int i = 0; i < 2; i++)
+		o->be->free(o->slot[i]);
+	memset(o, 0, sizeof(*o));
+}
+
+float optim_lr(const struct config *cfg, long step, long total_steps)
+{
+	double lr = cfg->lr;
+	if (step < cfg->warmup)
+		return (float)(lr * (double)(step + 1) / (double)cfg->warmup);
+	long after = step - cfg->warmup, span = total_steps - cfg->warmup;
+	switch (cfg->schedule) {
+	case SCHED_COSINE:
+		if (span <= 0)
+			return cfg->lr;
+		return (float)(cfg->lr_min + 0.5 * (lr - cfg->lr_min) *
+				       (1.0 + cos(M_PI * (double)after / (double)span)));
+	case SCHED_STEP:
+		return (float)(lr * pow(cfg->lr_gamma, (double)(after / cfg->lr_step_every)));
+	default:
+		return cfg->lr;
+	}
+}
+
+void optim_step(struct optim *o, float *w, const float *g, long t, float lr)
+{
+	o->hp.lr = lr;
+	o->hp.bc1 = 1.0f - powf(o->hp.beta1, (float)t);
+	o->hp.bc2 = 1.0f - powf(o->hp.beta2, (float)t);
+	o->be->optim_update(w, g, o->slot[0], o->slot[1], o->n, &o->hp);
+}

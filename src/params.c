@@ -1,0 +1,67 @@
+/* The parameter registry of params.h. */
+#include "params.h"
+#include "check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void params_init(struct params *reg) { memset(reg, 0, sizeof(*reg)); }
+
+size_t params_add(struct params *reg, const char *name, int ndim, const long *dims)
+{
+	if (reg->n == PARAM_MAX || params_find(reg, name) || ndim < 1 || ndim > 2)
+		check_fail("mtrain", "params_add", name, __FILE__, __LINE__);
+	struct param *p = &reg->p[reg->n++];
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->ndim = ndim;
+	p->size = 1;
+	for (int i = 0; i < ndim; i++) {
+		p->shape[i] = dims[i];
+		p->size *= (size_t)dims[i];
+	}
+	/* 16-element alignment keeps every variable's start vector-aligned. */
+	p->offset = (reg->total + 15) / 16 * 16;
+	reg->total = p->offset + p->size;
+	return p->offset;
+}
+
+const struct param *params_find(const struct params *reg, const char *name)
+{
+	for (int i = 0; i < reg->n; i++)
+		if (!strcmp(reg->p[i].name, name))
+			return &reg->p[i];
+	return NULL;
+}
+
+void params_shape_text(int ndim, const long *shape, char *buf, size_t len)
+{
+	size_t used = snprintf(buf, len, "[");
+	for (int i = 0; i < ndim && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s%ld", i ? "," : "", shape[i]);
+	if (used < len)
+		snprintf(buf + used, len - used, "]");
+}
+
+void params_signature(const struct params *reg, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (int i = 0; i < reg->n && used < len; i++) {
+		char shape[64];
+		params_shape_text(reg->p[i].ndim, reg->p[i].shape, shape, sizeof(shape));
+		used += snprintf(buf + used, len - used, "%s%s;", reg->p[i].name, shape);
+	}
+}
+
+void params_slot_name(const char *var, const char *suffix, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", var, suffix);
+}
+
+void params_layer_name(int i, char *buf, size_t len)
+{
+	if (i == 0)
+		snprintf(buf, len, "dense");
+	else
+		snprintf(buf, len, "dense_%d", i);
+}

@@ -1,0 +1,40 @@
+/* The parameter registry: every trainable variable's canonical name (TF/Keras
+ * style, "dense/kernel", "dense_1/bias"), shape and place in the flat
+ * parameter buffer. Gradients, optimizer slots and EMA shadows use the same
+ * layout, so each is one allocation and each update is one flat pass. No name
+ * ever carries a replica index: every rank builds the same registry. */
+#pragma once
+#include <stddef.h>
+
+#define PARAM_NAME_LEN 96
+#define PARAM_MAX 64
+
+struct param {
+	char name[PARAM_NAME_LEN]; /* e.g. "dense_1/kernel" */
+	int ndim;                  /* 1 or 2 */
+	long shape[2];             /* e.g. {256, 256} */
+	size_t offset;             /* first element in the flat buffer */
+	size_t size;               /* elements, shape[0] * shape[1] */
+};
+
+struct params {
+	int n;                     /* registered variables */
+	struct param p[PARAM_MAX];
+	size_t total;              /* P: elements over all variables */
+};
+
+/* Empties the registry. */
+void params_init(struct params *reg);
+/* Registers name with shape dims[0..ndim); returns its offset. Aborts on a
+ * duplicate name or a full registry (programming errors). */
+size_t params_add(struct params *reg, const char *name, int ndim, const long *dims);
+/* The variable called name, or NULL. */
+const struct param *params_find(const struct params *reg, const char *name);
+/* "[784,256]" */
+void params_shape_text(int ndim, const long *shape, char *buf, size_t len);
+/* "name[shape];..." for every variable: equal signatures, equal registries. */
+void params_signature(const struct params *reg, char *buf, size_t len);
+/* "<var>/<suffix>", e.g. "dense/kernel/ExponentialMovingAverage". */
+void params_slot_name(const char *var, const char *suffix, char *buf, size_t len);
+/* Keras layer name for dense layer i: "dense", "dense_1", ... */
+void params_layer_name(int i, char *buf, size_t len);

@@ -1,0 +1,653 @@
+/* The training loop of train.h: one global step, one EMA owner (rank 0), one
+ * name registry; every rank runs the same code on its slice of each global
+ * batch. */
+#include "train.h"
+#include "check.h"
+#include "ckpt.h"
+#include "dataset.h"
+#include "ema.h"
+#include "log.h"
+#include "model.h"
+#include "optim.h"
+#include "rng.h"
+#include "version.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RNG_STREAM_EPOCH 1000 /* + epoch: each epoch's sample order */
+#define FASHION_DIR "/usr/share/datasets/fashion-mnist"
+
+/* Seconds spent per phase, summed over steps (rank-local). */
+struct timing {
+	double data, forward, backward, allreduce, optimizer, ema;
+};
+
+struct trainer {
+	struct config *cfg;
+	struct comm *comm;
+	const struct backend *be;
+	struct dataset train, eval;   /* train: all rows; eval: this rank's slice */
+	int has_eval;
+	struct model model;
+	struct optim optim;
+	struct ema ema;
+	uint32_t *perm;               /* (N) this epoch's order */
+	float *host_x;                /* (R, D) staging for the next batch */
+	int32_t *host_y;              /* (R) */
+	float *host_state[4];         /* (P) each: w, shadow, slot 0, slot 1 (rank 0) */
+	struct ckpt_var vars[4 * PARAM_MAX];
+	int n_vars;
+	char *config_text;
+	long steps_per_epoch, total_steps;
+	long global_step, epoch, pos; /* pos: global batches done in epoch */
+	long last_ckpt_step, last_eval_step;
+	struct timing t;
+	int profile;
+};
+
+static volatile sig_atomic_t g_stop_signal;
+
+static void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A phase boundary: waits for the backend when profiling so the time lands
+ * in the right phase. */
+static double mark(struct trainer *t)
+{
+	if (t->profile)
+		t->be->synchronize();
+	return now();
+}
+
+static int file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+int train_default_data(struct config *cfg, struct comm *c)
+{
+	if (cfg->data[0])
+		return 0;
+	const char *dir = getenv("MTRAIN_DATA_DIR") ? getenv("MTRAIN_DATA_DIR") : "data";
+	const char *part[2] = {"train", "t10k"}, *name[2] = {"train", "test"};
+	char out[2][PATH_LEN];
+	for (int i = 0; i < 2; i++)
+		snprintf(out[i], PATH_LEN, "%s/fashion-mnist-%s.h5", dir, name[i]);
+	if (c->rank == 0) {
+		for (int i = 0; i < 2 && !user_error_pending(); i++) {
+			if (file_exists(out[i]))
+				continue;
+			char img[PATH_LEN], lab[PATH_LEN];
+			snprintf(img, PATH_LEN, FASHION_DIR "/%s-images-idx3-ubyte.gz", part[i]);
+			snprintf(lab, PATH_LEN, FASHION_DIR "/%s-labels-idx1-ubyte.gz", part[i]);
+			if (!file_exists(img)) {
+				user_error("no --data given and %s is missing: install Debian's "
+					   "dataset-fashion-mnist package or pass --data FILE", img);
+				break;
+			}
+			if (mkdir(dir, 0777) && errno != EEXIST) {
+				user_error("%s: cannot create the data cache folder: %s", dir, strerror(errno));
+				break;
+			}
+			log_info("importing %s into %s (once)", img, out[i]);
+			dataset_import_idx(img, lab, out[i]);
+		}
+	}
+	if (comm_user_errors(c))
+		return -1;
+	snprintf(cfg->data, PATH_LEN, "%s", out[0]);
+	if (!cfg->eval_data[0])
+		snprintf(cfg->eval_data, PATH_LEN, "%s", out[1]);
+	return 0;
+}
+
+/* Data on every rank: the whole training set, this rank's eval slice. */
+static int load_data(struct trainer *t)
+{
+	struct config *cfg = t->cfg;
+	struct comm *c = t->comm;
+	t->has_eval = cfg->eval_data[0] && strcmp(cfg->eval_data, "none");
+	if (dataset_load(&t->train, cfg->data, 0, 1) == 0 && t->has_eval &&
+	    dataset_load(&t->eval, cfg->eval_data, c->rank, c->size) == 0) {
+		if (t->eval.dim != t->train.dim)
+			user_error("%s: inputs have %d features but the training set %s has %d",
+				   cfg->eval_data, t->eval.dim, cfg->data, t->train.dim);
+		for (long i = 0; i < t->eval.n && !user_error_pending(); i++)
+			if (t->eval.y[i] >= t->train.classes)
+				user_error("%s: y[%ld] = %d but the training set has %d classes",
+					   cfg->eval_data, t->eval.first + i, t->eval.y[i],
+					   t->train.classes);
+	}
+	if (!user_error_pending()) {
+		if (cfg->batch > t->train.n)
+			user_error("--batch %d is larger than the training set %s (%ld rows)",
+				   cfg->batch, cfg->data, t->train.n);
+		else if (cfg->batch < c->size)
+			user_error("--batch %d is smaller than the number of ranks (%d): every "
+				   "rank needs at least one row", cfg->batch, c->size);
+		else if (t->train.classes < 2)
+			user_error("%s: labels hold %d class; need at least 2", cfg->data,
+				   t->train.classes);
+	}
+	return comm_user_errors(c) ? -1 : 0;
+}
+
+/* Every rank checks its registry against rank 0's: same names, same shapes,
+ * same order. */
+static int check_registry(struct trainer *t)
+{
+	struct comm *c = t->comm;
+	struct params *root = xmalloc(sizeof(*root));
+	const struct params *mine = &t->model.reg;
+	if (c->rank == 0)
+		*root = *mine;
+	comm_bcast_host(c, root, sizeof(*root), 0);
+	int n = root->n > mine->n ? root->n : mine->n;
+	for (int i = 0; i < n; i++) {
+		const struct param *a = i < root->n ? &root->p[i] : NULL;
+		const struct param *b = i < mine->n ? &mine->p[i] : NULL;
+		char sa[64] = "absent", sb[64] = "absent";
+		if (a)
+			params_shape_text(a->ndim, a->shape, sa, sizeof(sa));
+		if (b)
+			params_shape_text(b->ndim, b->shape, sb, sizeof(sb));
+		if (a && b && !strcmp(a->name, b->name) && !strcmp(sa, sb))
+			continue;
+		if (a && b && strcmp(a->name, b->name))
+			user_error("rank %d's model differs from rank 0's at variable %d: rank 0 "
+				   "'%s' %s vs rank %d '%s' %s", c->rank, i, a->name, sa, c->rank,
+				   b->name, sb);
+		else
+			user_error("rank %d's model differs from rank 0's: %s: rank 0 %s vs rank %d %s",
+				   c->rank, a ? a->name : b->name, sa, c->rank, sb);
+		break;
+	}
+	free(root);
+	return comm_user_errors(c) ? -1 : 0;
+}
+
+/* The checkpoint's variable list: variables, EMA shadows, optimizer slots,
+ * all pointing into rank 0's host staging. */
+static void build_ckpt_vars(struct trainer *t)
+{
+	const struct params *reg = &t->model.reg;
+	const char *suffix[4] = {NULL, EMA_SUFFIX, t->optim.slot_suffix[0], t->optim.slot_suffix[1]};
+	int kinds = 2 + t->optim.n_slots;
+	t->n_vars = 0;
+	for (int k = 0; k < kinds; k++)
+		for (int i = 0; i < reg->n; i++) {
+			struct ckpt_var *v = &t->vars[t->n_vars++];
+			const struct param *p = &reg->p[i];
+			if (suffix[k])
+				params_slot_name(p->name, suffix[k], v->name, sizeof(v->name));
+			else
+				snprintf(v->name, sizeof(v->name), "%s", p->name);
+			v->ndim = p->ndim;
+			v->shape[0] = p->shape[0];
+			v->shape[1] = p->ndim > 1 ? p->shape[1] : 0;
+			v->data = t->host_state[k] + p->offset;
+		}
+}
+
+/* Backend buffers in the order of host_state. */
+static void state_buffers(struct trainer *t, float *buf[4])
+{
+	buf[0] = t->model.w;
+	buf[1] = t->ema.shadow;
+	buf[2] = t->optim.slot[0];
+	buf[3] = t->optim.slot[1];
+}
+
+static int save_checkpoint(struct trainer *t)
+{
+	struct comm *c = t->comm;
+	ema_sync(&t->ema, c);
+	int failed = 0;
+	if (c->rank == 0) {
+		float *buf[4];
+		state_buffers(t, buf);
+		size_t bytes = t->model.reg.total * sizeof(float);
+		for (int k = 0; k < 2 + t->optim.n_slots; k++)
+			t->be->copy_out(t->host_state[k], buf[k], bytes);
+		struct ckpt_meta m = {
+			.global_step = t->global_step,
+			.epoch = t->epoch,
+			.step_in_epoch = t->pos,
+			.batch = t->cfg->batch,
+			.seed = t->cfg->seed,
+			.world_size = c->size,
+			.input_dim = t->train.dim,
+			.classes = t->train.classes,
+			.config = t->config_text,
+		};
+		time_t secs = time(NULL);
+		strftime(m.created, sizeof(m.created), "%Y-%m-%dT%H:%M:%SZ", gmtime(&secs));
+		snprintf(m.version, sizeof(m.version), "%s", MTRAIN_VERSION);
+		failed = ckpt_write(t->cfg->ckpt_dir, t->vars, t->n_vars, &m) != 0;
+		if (!failed) {
+			char path[1100];
+			ckpt_path(t->cfg->ckpt_dir, t->global_step, path, sizeof(path));
+			log_info("checkpoint %s step %ld", path, t->global_step);
+			metrics_write("{\"event\":\"checkpoint\",\"step\":%ld,\"path\":\"%s\"}",
+				      t->global_step, path);
+			ckpt_prune(t->cfg->ckpt_dir, t->cfg->keep);
+		}
+	}
+	t->last_ckpt_step = t->global_step;
+	return comm_any(c, failed) ? -1 : 0;
+}
+
+/* Rank 0 finds and reads the checkpoint --resume names; every rank then
+ * receives the state. Returns 0 (resumed or fresh start) or -1 (user error). */
+static int resume(struct trainer *t)
+{
+	struct config *cfg = t->cfg;
+	struct comm *c = t->comm;
+	struct ckpt_meta m;
+	memset(&m, 0, sizeof(m));
+	char used[1024] = "";
+	if (c->rank == 0 && strcmp(cfg->resume, "never")) {
+		if (strcmp(cfg->resume, "auto")) {
+			if (ckpt_read(cfg->resume, t->vars, t->n_vars, 0, &m) == 0)
+				snprintf(used, sizeof(used), "%s", cfg->resume);
+		} else {
+			char (*paths)[1024] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
+			int n = ckpt_list(cfg->ckpt_dir, paths, CKPT_MAX_FILES);
+			for (int i = 0; i < n && !used[0]; i++) {
+				int rc = ckpt_read(paths[i], t->vars, t->n_vars, 0, &m);
+				if (rc == 0)
+					snprintf(used, sizeof(used), "%s", paths[i]);
+				else if (rc == -2) {
+					log_warn("skipping checkpoint: %s", user_error_text());
+					user_error_clear();
+				} else
+					break;
+			}
+			free(paths);
+		}
+		if (used[0] && m.batch != cfg->batch)
+			user_error("%s: written with --batch %d, this run has --batch %d (the data "
+				   "position counts in global batches)", used, m.batch, cfg->batch);
+		else if (used[0] && m.seed != cfg->seed)
+			user_error("%s: written with --seed %llu, this run has --seed %llu", used,
+				   (unsigned long long)m.seed, (unsigned long long)cfg->seed);
+	}
+	if (comm_user_errors(c)) {
+		free(m.config);
+		return -1;
+	}
+	long pos[4] = {used[0] != 0, m.global_step, m.epoch, m.step_in_epoch};
+	comm_bcast_host(c, pos, sizeof(pos), 0);
+	comm_bcast_host(c, used, sizeof(used), 0);
+	free(m.config);
+	if (!pos[0])
+		return 0;
+	float *buf[4];
+	state_buffers(t, buf);
+	size_t n = t->model.reg.total;
+	for (int k = 0; k < 2 + t->optim.n_slots; k++) {
+		if (c->rank == 0)
+			t->be->copy_in(buf[k], t->host_state[k], n * sizeof(float));
+		c->ops->bcast(c, buf[k], n, 0);
+	}
+	t->global_step = pos[1];
+	t->epoch = pos[2];
+	t->pos = pos[3];
+	t->last_ckpt_step = t->last_eval_step = t->global_step;
+	log_info("resumed from %s at step %ld (epoch %ld, batch %ld of it)", used,
+		 t->global_step, t->epoch + 1, t->pos);
+	return 0;
+}
+
+/* Evaluates the current weights (raw, or EMA when swapped in) on the eval
+ * set, sharded across ranks. out = {mean loss, accuracy}. Collective. */
+static void evaluate(struct model *m, const struct dataset *d, float *hx, int32_t *hy,
+		     struct comm *c, double out[2])
+{
+	double sums[3] = {0, 0, (double)d->n};
+	for (long begin = 0; begin < d->n; begin += m->max_rows) {
+		int rows = (int)(d->n - begin < m->max_rows ? d->n - begin : m->max_rows);
+		float stats[2];
+		dataset_rows(d, begin, rows, hx, hy);
+		model_set_batch(m, hx, hy, rows);
+		model_forward(m, rows, 0.0f, stats);
+		sums[0] += stats[0];
+		sums[1] += stats[1];
+	}
+	comm_sum_host(c, sums, 3);
+	out[0] = sums[2] ? sums[0] / sums[2] : 0.0;
+	out[1] = sums[2] ? sums[1] / sums[2] : 0.0;
+}
+
+static void run_eval(struct trainer *t)
+{
+	double raw[2], ema[2];
+	ema_sync(&t->ema, t->comm);
+	evaluate(&t->model, &t->eval, t->host_x, t->host_y, t->comm, raw);
+	ema_swap(&t->ema, &t->model.w);
+	evaluate(&t->model, &t->eval, t->host_x, t->host_y, t->comm, ema);
+	ema_swap(&t->ema, &t->model.w);
+	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f",
+		 t->global_step, t->epoch + (t->pos ? 1 : 0), raw[0], raw[1], ema[0], ema[1]);
+	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"raw_loss\":%.6f,\"raw_acc\":%.6f,"
+		      "\"ema_loss\":%.6f,\"ema_acc\":%.6f}",
+		      t->global_step, raw[0], raw[1], ema[0], ema[1]);
+	t->last_eval_step = t->global_step;
+}
+
+/* One optimizer step on this rank's slice of global batch t->pos. */
+static void train_step(struct trainer *t, double sums[2])
+{
+	struct config *cfg = t->cfg;
+	struct comm *c = t->comm;
+	struct model *m = &t->model;
+	double t0 = mark(t);
+	long base = t->pos * (long)cfg->batch;
+	long lo = base + (long)cfg->batch * c->rank / c->size;
+	long hi = base + (long)cfg->batch * (c->rank + 1) / c->size;
+	int rows = (int)(hi - lo);
+	dataset_gather(&t->train, t->perm + lo, rows, t->host_x, t->host_y);
+	model_set_batch(m, t->host_x, t->host_y, rows);
+	double t1 = mark(t);
+	float stats[2];
+	/* Scaling by 1/B here makes the all-reduced sum the global-batch mean. */
+	model_forward(m, rows, 1.0f / (float)cfg->batch, stats);
+	sums[0] += stats[0];
+	sums[1] += rows;
+	double t2 = mark(t);
+	model_backward(m, rows);
+	double t3 = mark(t);
+	c->ops->allreduce_sum(c, m->g, m->reg.total);
+	double t4 = mark(t);
+	float lr = optim_lr(cfg, t->global_step, t->total_steps);
+	optim_step(&t->optim, m->w, m->g, t->global_step + 1, lr);
+	t->global_step++;
+	double t5 = mark(t);
+	ema_update(&t->ema, m->w, t->global_step);
+	if (t->global_step % cfg->ema_sync_every == 0)
+		ema_sync(&t->ema, c);
+	double t6 = mark(t);
+	t->t.data += t1 - t0;
+	t->t.forward += t2 - t1;
+	t->t.backward += t3 - t2;
+	t->t.allreduce += t4 - t3;
+	t->t.optimizer += t5 - t4;
+	t->t.ema += t6 - t5;
+}
+
+static void build_order(struct trainer *t)
+{
+	struct rng r;
+	rng_init(&r, t->cfg->seed, RNG_STREAM_EPOCH + (uint64_t)t->epoch);
+	rng_permutation(&r, t->perm, (size_t)t->train.n);
+}
+
+/* Forward plus backward FLOPs for one sample. */
+static double flops_per_sample(const struct model *m)
+{
+	double f = 0;
+	for (int l = 0; l < m->n_layers; l++) {
+		double mac = (double)m->layer[l].in * m->layer[l].out;
+		f += 2 * mac * (l ? 3 : 2); /* forward, weight grad, input grad */
+	}
+	return f;
+}
+
+static void report_timing(struct trainer *t, long steps, double wall)
+{
+	if (steps <= 0)
+		return;
+	double ms = 1e3 / (double)steps;
+	double compute = t->t.forward + t->t.backward;
+	double local_samples = (double)t->cfg->batch / t->comm->size * (double)steps;
+	log_info("timing ms/step data %.3f forward %.3f backward %.3f allreduce %.3f "
+		 "optimizer %.3f ema %.3f total %.3f samples/s %.0f gflops %.2f",
+		 t->t.data * ms, t->t.forward * ms, t->t.backward * ms, t->t.allreduce * ms,
+		 t->t.optimizer * ms, t->t.ema * ms, wall * ms,
+		 (double)t->cfg->batch * (double)steps / wall,
+		 compute > 0 ? flops_per_sample(&t->model) * local_samples / compute * 1e-9 : 0.0);
+}
+
+static int setup(struct trainer *t)
+{
+	struct config *cfg = t->cfg;
+	struct comm *c = t->comm;
+	const char *why = NULL;
+	t->be = backend_select((enum device_kind)cfg->device, &why);
+	if (!t->be)
+		user_error("--device %s: %s", config_device_name(cfg->device), why);
+	if (comm_user_errors(c) || train_default_data(cfg, c) || load_data(t))
+		return -1;
+	t->steps_per_epoch = t->train.n / cfg->batch;
+	t->total_steps = cfg->steps ? cfg->steps : (long)cfg->epochs * t->steps_per_epoch;
+	int local_max = (cfg->batch + c->size - 1) / c->size;
+	int max_rows = local_max > cfg->eval_batch ? local_max : cfg->eval_batch;
+	model_init(&t->model, t->be, t->train.dim, t->train.classes, cfg->hidden, cfg->n_hidden,
+		   (enum act_kind)cfg->act, max_rows);
+	if (check_registry(t))
+		return -1;
+	size_t P = t->model.reg.total;
+	optim_init(&t->optim, t->be, cfg, P);
+	t->perm = xmalloc(sizeof(uint32_t) * (size_t)t->train.n);
+	t->host_x = xmalloc(sizeof(float) * (size_t)max_rows * t->train.dim);
+	t->host_y = xmalloc(sizeof(int32_t) * (size_t)max_rows);
+	for (int k = 0; k < 4; k++)
+		t->host_state[k] = c->rank == 0 ? xcalloc(P, sizeof(float)) : NULL;
+	/* Initial weights: rank 0's, broadcast as DDP does. */
+	float *init = xmalloc(sizeof(float) * P);
+	model_glorot(&t->model, cfg->seed, init);
+	t->be->copy_in(t->model.w, init, P * sizeof(float));
+	free(init);
+	c->ops->bcast(c, t->model.w, P, 0);
+	ema_init(&t->ema, t->be, t->model.w, P, cfg->ema_decay, cfg->ema_num_updates,
+		 c->rank == 0);
+	build_ckpt_vars(t);
+	t->config_text = config_to_text(cfg);
+	if (resume(t))
+		return -1;
+	/* Nothing is written before this point. */
+	if (c->rank == 0 && mkdir(cfg->ckpt_dir, 0777) && errno != EEXIST)
+		user_error("--ckpt-dir %s: cannot create: %s", cfg->ckpt_dir, strerror(errno));
+	else if (c->rank == 0 && access(cfg->ckpt_dir, W_OK))
+		user_error("--ckpt-dir %s: not writable: %s", cfg->ckpt_dir, strerror(errno));
+	else
+		metrics_open(cfg->metrics);
+	return comm_user_errors(c) ? -1 : 0;
+}
+
+static void teardown(struct trainer *t)
+{
+	metrics_close();
+	ema_free(&t->ema);
+	optim_free(&t->optim);
+	model_free(&t->model);
+	dataset_free(&t->train);
+	dataset_free(&t->eval);
+	free(t->perm);
+	free(t->host_x);
+	free(t->host_y);
+	for (int k = 0; k < 4; k++)
+		free(t->host_state[k]);
+	free(t->config_text);
+}
+
+static void log_start(struct trainer *t)
+{
+	struct config *cfg = t->cfg;
+	char layers[256];
+	config_hidden_text(cfg, layers, sizeof(layers));
+	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %d-%s-%d %s, "
+		 "%zu parameters; %s lr %g, batch %d (%d per rank), %ld steps (%ld per epoch)",
+		 MTRAIN_VERSION, t->comm->size, t->comm->size == 1 ? "" : "s", t->be->name,
+		 t->comm->ops->name, t->train.dim, layers, t->train.classes,
+		 config_act_name(cfg->act), t->model.reg.total, config_optim_name(cfg->optim),
+		 cfg->lr, cfg->batch, (cfg->batch + t->comm->size - 1) / t->comm->size,
+		 t->total_steps, t->steps_per_epoch);
+	log_info("data %s (%ld rows), eval %s", cfg->data, t->train.n,
+		 t->has_eval ? cfg->eval_data : "none");
+}
+
+static int train_loop(struct trainer *t)
+{
+	struct config *cfg = t->cfg;
+	struct comm *c = t->comm;
+	long first_step = t->global_step, interval_steps = 0;
+	double sums[2] = {0, 0}; /* this rank's loss sum and rows since the last line */
+	double t_start = now(), t_interval = t_start;
+	if (t->global_step < t->total_steps)
+		build_order(t);
+	while (t->global_step < t->total_steps) {
+		train_step(t, sums);
+		interval_steps++;
+		t->pos++;
+		int epoch_end = t->pos == t->steps_per_epoch;
+		if (epoch_end) {
+			t->epoch++;
+			t->pos = 0;
+		}
+		int last = t->global_step == t->total_steps;
+		if (t->global_step % cfg->log_every == 0 || last) {
+			comm_sum_host(c, sums, 2);
+			double tn = now(), dt = tn - t_interval;
+			double per_step = dt / (double)interval_steps;
+			log_info("step %ld/%ld epoch %ld loss %.4f lr %.3e samples/s %.0f eta %.0fs",
+				 t->global_step, t->total_steps, t->epoch + (t->pos ? 1 : 0),
+				 sums[0] / sums[1], optim_lr(cfg, t->global_step - 1, t->total_steps),
+				 sums[1] / dt, per_step * (double)(t->total_steps - t->global_step));
+			metrics_write("{\"event\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.6f,"
+				      "\"samples_per_s\":%.1f}",
+				      t->global_step, t->epoch, sums[0] / sums[1], sums[1] / dt);
+			sums[0] = sums[1] = 0;
+			interval_steps = 0;
+			t_interval = tn;
+		}
+		if (t->has_eval && (epoch_end || last))
+			run_eval(t);
+		if (epoch_end || last || (cfg->ckpt_every && t->global_step % cfg->ckpt_every == 0))
+			if (save_checkpoint(t))
+				return 1;
+		/* Every rank stops at the same step: agreement on the signal flag. */
+		if (comm_any(c, g_stop_signal) && !last) {
+			if (t->last_ckpt_step != t->global_step && save_checkpoint(t))
+				return 1;
+			log_info("stopped by signal at step %ld; resume with --resume auto",
+				 t->global_step);
+			return 0;
+		}
+		if (epoch_end && !last)
+			build_order(t);
+	}
+	report_timing(t, t->global_step - first_step, now() - t_start);
+	return 0;
+}
+
+int train_main(struct config *cfg, struct comm *c)
+{
+	struct trainer t;
+	memset(&t, 0, sizeof(t));
+	t.cfg = cfg;
+	t.comm = c;
+	t.profile = getenv("MTRAIN_PROFILE") != NULL;
+	signal(SIGUSR1, on_stop_signal);
+	signal(SIGTERM, on_stop_signal);
+	int status = EXIT_USER;
+	if (setup(&t) == 0) {
+		log_start(&t);
+		if (t.global_step >= t.total_steps)
+			log_info("nothing to do: step %ld already reaches the %ld steps asked for",
+				 t.global_step, t.total_steps);
+		status = train_loop(&t);
+	}
+	teardown(&t);
+	return status;
+}
+
+int eval_main(const char *ckpt, const char *eval_data, const char *which, int device,
+	      struct comm *c)
+{
+	struct config cfg;
+	struct ckpt_meta m;
+	memset(&m, 0, sizeof(m));
+	config_defaults(&cfg);
+	int want_raw = strcmp(which, "ema") != 0, want_ema = strcmp(which, "raw") != 0;
+	if (strcmp(which, "raw") && strcmp(which, "ema") && strcmp(which, "both"))
+		user_error("--weights: '%s' is not one of raw|ema|both", which);
+	else if (c->rank == 0 && ckpt_read_meta(ckpt, &m) == 0)
+		config_parse_text(&cfg, m.config ? m.config : "", ckpt);
+	if (comm_user_errors(c))
+		return EXIT_USER;
+	/* The checkpoint's configuration and dimensions, on every rank. */
+	comm_bcast_host(c, &cfg, sizeof(cfg), 0);
+	int dims[2] = {m.input_dim, m.classes};
+	comm_bcast_host(c, dims, sizeof(dims), 0);
+	free(m.config);
+	cfg.device = device;
+	if (eval_data)
+		snprintf(cfg.eval_data, PATH_LEN, "%s", eval_data);
+	struct trainer t;
+	memset(&t, 0, sizeof(t));
+	t.cfg = &cfg;
+	t.comm = c;
+	const char *why = NULL;
+	t.be = backend_select((enum device_kind)device, &why);
+	if (!t.be)
+		user_error("--device %s: %s", config_device_name(device), why);
+	else if (!cfg.eval_data[0] || !strcmp(cfg.eval_data, "none"))
+		user_error("%s: the checkpoint names no eval data; pass --eval-data FILE", ckpt);
+	else if (dataset_load(&t.eval, cfg.eval_data, c->rank, c->size) == 0 &&
+		 t.eval.dim != dims[0])
+		user_error("%s: inputs have %d features; the checkpoint's model takes %d",
+			   cfg.eval_data, t.eval.dim, dims[0]);
+	if (comm_user_errors(c)) {
+		dataset_free(&t.eval);
+		return EXIT_USER;
+	}
+	model_init(&t.model, t.be, dims[0], dims[1], cfg.hidden, cfg.n_hidden,
+		   (enum act_kind)cfg.act, cfg.eval_batch);
+	size_t P = t.model.reg.total;
+	t.ema.be = t.be;
+	t.ema.n = P;
+	t.ema.shadow = t.be->alloc(P * sizeof(float));
+	for (int k = 0; k < 2; k++)
+		t.host_state[k] = xcalloc(P, sizeof(float));
+	t.host_x = xmalloc(sizeof(float) * (size_t)cfg.eval_batch * dims[0]);
+	t.host_y = xmalloc(sizeof(int32_t) * (size_t)cfg.eval_batch);
+	build_ckpt_vars(&t); /* no optimizer: variables and shadows only */
+	if (c->rank == 0 && ckpt_read(ckpt, t.vars, t.n_vars, 1, &m) == 0)
+		free(m.config);
+	int status = EXIT_USER;
+	if (!comm_user_errors(c)) {
+		float *buf[4];
+		state_buffers(&t, buf);
+		for (int k = 0; k < 2; k++) {
+			t.be->copy_in(buf[k], t.host_state[k], P * sizeof(float));
+			c->ops->bcast(c, buf[k], P, 0);
+		}
+		double res[2];
+		if (want_raw) {
+			evaluate(&t.model, &t.eval, t.host_x, t.host_y, c, res);
+			log_info("eval %s raw loss %.4f acc %.4f (%ld rows)", ckpt, res[0], res[1],
+				 t.eval.n_total);
+		}
+		if (want_ema) {
+			ema_swap(&t.ema, &t.model.w);
+			evaluate(&t.model, &t.eval, t.host_x, t.host_y, c, res);
+			ema_swap(&t.ema, &t.model.w);
+			log_info("eval %s ema loss %.4f acc %.4f (%ld rows)", ckpt, res[0], res[1],
+				 t.eval.n_total);
+		}
+		status = 0;
+	}
+	ema_free(&t.ema);
+	teardown(&t);
+	return status;
+}
