@@ -308,7 +308,7 @@ int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	if (file < 0)
 		return -2;
 	int rc = read_meta(file, path, meta) ? -2 : 0;
-	char msg[8192] = "";
+	char msg[16000] = "";
 	int bad = 0;
 	for (int i = 0; !rc && i < n; i++) {
 		struct entry *e = NULL;
@@ -360,14 +360,16 @@ int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	return rc;
 }
 
+/* The step of a checkpoint's file name "ckpt-<8 or more digits>.h5", or -1. */
 static long step_of(const char *file)
 {
-	long step;
-	char tail[8];
-	if (sscanf(file, "ckpt-%ld.%7s", &step, tail) == 2 && !strcmp(tail, "h5") &&
-	    strlen(file) == strlen("ckpt-.h5") + 8)
-		return step;
-	return -1;
+	if (strncmp(file, "ckpt-", 5))
+		return -1;
+	const char *p = file + 5;
+	size_t digits = strspn(p, "0123456789");
+	if (digits < 8 || digits > 18 || strcmp(p + digits, ".h5"))
+		return -1;
+	return strtol(p, NULL, 10);
 }
 
 static int by_step_desc(const void *a, const void *b)
@@ -424,58 +426,89 @@ static uint64_t fnv1a64(const void *data, size_t n)
 	return h;
 }
 
-int ckpt_inspect(const char *path, FILE *out)
+int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta)
 {
 	struct listing l;
-	struct ckpt_meta m;
-	memset(&m, 0, sizeof(m));
+	memset(meta, 0, sizeof(*meta));
+	*vars = NULL;
+	*n = 0;
 	hid_t file = open_ckpt(path, &l);
 	if (file < 0)
-		return -1;
-	int rc = read_meta(file, path, &m);
-	if (!rc) {
-		fprintf(out, "file            %s\n", path);
-		fprintf(out, "format          %s %d, written by mtrain %s on %d rank%s at %s\n",
-			CKPT_FORMAT, CKPT_FORMAT_VERSION, m.version, m.world_size,
-			m.world_size == 1 ? "" : "s", m.created);
-		fprintf(out, "global_step     %ld (epoch %ld, step %ld of it, batch %d, seed %llu)\n",
-			m.global_step, m.epoch, m.step_in_epoch, m.batch, (unsigned long long)m.seed);
-		fprintf(out, "%-44s %-12s %-8s %-16s %12s %12s %12s\n", "name", "shape", "dtype",
-			"fnv1a64", "min", "max", "mean");
-	}
+		return -2;
+	int rc = read_meta(file, path, meta) ? -2 : 0;
+	struct ckpt_var *v = xcalloc((size_t)l.n + 1, sizeof(*v));
+	int count = 0;
 	for (int j = 0; !rc && j < l.n; j++) {
 		struct entry *e = &l.e[j];
-		size_t count = (size_t)e->shape[0] * (e->ndim > 1 ? (size_t)e->shape[1] : 1);
 		hid_t ds = H5Dopen2(file, e->path, H5P_DEFAULT);
 		hid_t type = H5Dget_type(ds);
 		int is_float = H5Tget_class(type) == H5T_FLOAT;
 		H5Tclose(type);
-		void *buf = xmalloc(count * 8);
-		herr_t r = H5Dread(ds, is_float ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, H5S_ALL,
-				   H5S_ALL, H5P_DEFAULT, buf);
+		if (is_float) {
+			struct ckpt_var *cv = &v[count++];
+			snprintf(cv->name, sizeof(cv->name), "%s", e->name);
+			cv->ndim = e->ndim;
+			cv->shape[0] = e->shape[0];
+			cv->shape[1] = e->ndim > 1 ? e->shape[1] : 0;
+			size_t cells = (size_t)e->shape[0] * (e->ndim > 1 ? (size_t)e->shape[1] : 1);
+			cv->data = xmalloc(cells * sizeof(float));
+			if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, cv->data) < 0)
+				rc = -2, user_error("%s: %s fails its checksum or cannot be read (corrupt)",
+						    path, e->name);
+		}
 		H5Dclose(ds);
-		if (r < 0) {
-			rc = user_error("%s: %s fails its checksum or cannot be read (corrupt)", path, e->name);
-			free(buf);
-			break;
-		}
-		double mn = INFINITY, mx = -INFINITY, sum = 0;
-		for (size_t i = 0; i < count; i++) {
-			double v = is_float ? ((float *)buf)[i] : (double)((int64_t *)buf)[i];
-			mn = v < mn ? v : mn;
-			mx = v > mx ? v : mx;
-			sum += v;
-		}
-		char shape[64];
-		shape_text(e->ndim, e->shape, shape, sizeof(shape));
-		fprintf(out, "%-44s %-12s %-8s %016llx %12.6g %12.6g %12.6g\n", e->name, shape,
-			is_float ? "float32" : "int64",
-			(unsigned long long)fnv1a64(buf, count * (is_float ? 4 : 8)), mn, mx,
-			count ? sum / (double)count : 0.0);
-		free(buf);
 	}
-	free(m.config);
 	free(l.e);
 	H5Fclose(file);
-	return rc ? -1 : 0;
+	if (rc) {
+		ckpt_free_vars(v, count);
+		free(meta->config);
+		meta->config = NULL;
+		return rc;
+	}
+	*vars = v;
+	*n = count;
+	return 0;
+}
+
+void ckpt_free_vars(struct ckpt_var *vars, int n)
+{
+	for (int i = 0; vars && i < n; i++)
+		free(vars[i].data);
+	free(vars);
+}
+
+int ckpt_inspect(const char *path, FILE *out)
+{
+	struct ckpt_var *v;
+	struct ckpt_meta m;
+	int n;
+	if (ckpt_read_all(path, &v, &n, &m))
+		return -1;
+	fprintf(out, "file            %s\n", path);
+	fprintf(out, "format          %s %d, written by mtrain %s on %d rank%s at %s\n", CKPT_FORMAT,
+		CKPT_FORMAT_VERSION, m.version, m.world_size, m.world_size == 1 ? "" : "s", m.created);
+	fprintf(out, "global_step     %ld (epoch %ld, step %ld of it, batch %d, seed %llu)\n",
+		m.global_step, m.epoch, m.step_in_epoch, m.batch, (unsigned long long)m.seed);
+	fprintf(out, "model           input %d, classes %d\n", m.input_dim, m.classes);
+	fprintf(out, "%-44s %-12s %-8s %-16s %12s %12s %12s\n", "name", "shape", "dtype",
+		"fnv1a64", "min", "max", "mean");
+	for (int j = 0; j < n; j++) {
+		size_t count = (size_t)v[j].shape[0] * (v[j].ndim > 1 ? (size_t)v[j].shape[1] : 1);
+		double mn = INFINITY, mx = -INFINITY, sum = 0;
+		for (size_t i = 0; i < count; i++) {
+			double x = v[j].data[i];
+			mn = x < mn ? x : mn;
+			mx = x > mx ? x : mx;
+			sum += x;
+		}
+		char shape[64];
+		shape_text(v[j].ndim, v[j].shape, shape, sizeof(shape));
+		fprintf(out, "%-44s %-12s %-8s %016llx %12.6g %12.6g %12.6g\n", v[j].name, shape,
+			"float32", (unsigned long long)fnv1a64(v[j].data, count * sizeof(float)), mn,
+			mx, count ? sum / (double)count : 0.0);
+	}
+	ckpt_free_vars(v, n);
+	free(m.config);
+	return 0;
 }

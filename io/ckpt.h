@@ -57,6 +57,11 @@ int ckpt_read_meta(const char *path, struct ckpt_meta *meta);
 int ckpt_list(const char *dir, char (*paths)[1024], int max);
 /* Deletes all but the newest keep checkpoints of dir. */
 void ckpt_prune(const char *dir, int keep);
+/* Reads every float32 variable of path: *vars is a malloc'd array of *n
+ * entries, each data malloc'd (free with ckpt_free_vars). 0, or -2 with a
+ * user_error when the file cannot be opened or fails its checksums. */
+int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta);
+void ckpt_free_vars(struct ckpt_var *vars, int n);
 /* Prints meta and one line per variable (name, shape, dtype, FNV-1a 64
  * checksum of the bytes, min, max, mean). 0 or -1 (user_error). */
 int ckpt_inspect(const char *path, FILE *out);

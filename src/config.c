@@ -154,10 +154,26 @@ static const struct option_def *find_option(const char *name)
 	return NULL;
 }
 
+/* Spellings users bring from other trainers, for "did you mean". */
+static const char *const aliases[][2] = {
+	{"learning-rate", "lr"}, {"batch-size", "batch"}, {"num-epochs", "epochs"},
+	{"max-steps", "steps"}, {"optimiser", "optimizer"}, {"act", "activation"},
+	{"hidden", "layers"}, {"checkpoint-dir", "ckpt-dir"}, {"save-every", "ckpt-every"},
+	{"ema", "ema-decay"}, {"wd", "weight-decay"}, {"train-data", "data"},
+	{"val-data", "eval-data"}, {"test-data", "eval-data"},
+};
+
 static const char *closest_option(const char *name)
 {
 	const char *best = NULL;
 	int best_d = 4;
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
+		int d = edit_distance(name, aliases[i][0]);
+		if (d < best_d) {
+			best_d = d;
+			best = aliases[i][1];
+		}
+	}
 	for (size_t i = 0; i < N_OPTIONS; i++) {
 		int d = edit_distance(name, options[i].name);
 		if (d < best_d) {
@@ -280,9 +296,12 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 		memcpy(line, p, len);
 		line[len] = 0;
 		p += len + (p[len] == '\n');
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = 0;
+		/* A comment starts a line or follows a blank: "run#2.h5" is a value. */
+		for (char *h = strchr(line, '#'); h; h = strchr(h + 1, '#'))
+			if (h == line || isspace((unsigned char)h[-1])) {
+				*h = 0;
+				break;
+			}
 		char *s = line;
 		while (isspace((unsigned char)*s))
 			s++;
@@ -306,7 +325,9 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 		char loc[PATH_LEN + 64];
 		snprintf(loc, sizeof(loc), "%s:%d: ", where, lineno);
 		const struct option_def *o = find_option(key);
-		if (!o || !strcmp(key, "config"))
+		if (o && !strcmp(key, "config"))
+			return user_error("%sa config file cannot name another (config = ...)", loc);
+		if (!o)
 			return unknown_option(loc, "", key);
 		snprintf(loc, sizeof(loc), "%s:%d: %s", where, lineno, key);
 		if (set_option(cfg, o, val, loc))

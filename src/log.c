@@ -7,7 +7,7 @@
 
 static int g_rank, g_size = 1;
 static char g_host[64] = "?";
-static char g_user_error[1024];
+static char g_user_error[16384]; /* several lines for checkpoint mismatches */
 static FILE *g_metrics;
 
 void log_set_identity(int rank, int size, const char *host)

@@ -417,6 +417,35 @@ static void report_timing(struct trainer *t, long steps, double wall)
 		 compute > 0 ? flops_per_sample(&t->model) * local_samples / compute * 1e-9 : 0.0);
 }
 
+/* Whether path (a folder when dir) exists writable, or could be created in
+ * a writable parent. 0, or -1 with a user_error. */
+static int check_writable(const char *flag, const char *path, int dir)
+{
+	struct stat st;
+	if (stat(path, &st) == 0) {
+		if (dir && !S_ISDIR(st.st_mode))
+			return user_error("%s %s: exists and is not a folder", flag, path);
+		if (!dir && S_ISDIR(st.st_mode))
+			return user_error("%s %s: is a folder", flag, path);
+		if (access(path, W_OK))
+			return user_error("%s %s: not writable: %s", flag, path, strerror(errno));
+		return 0;
+	}
+	char parent[PATH_LEN];
+	snprintf(parent, sizeof(parent), "%s", path);
+	char *slash = strrchr(parent, '/');
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == parent)
+		slash[1] = 0;
+	else
+		*slash = 0;
+	if (access(parent, W_OK))
+		return user_error("%s %s: cannot create it in %s: %s", flag, path, parent,
+				  strerror(errno));
+	return 0;
+}
+
 static int setup(struct trainer *t)
 {
 	struct config *cfg = t->cfg;
@@ -454,13 +483,15 @@ static int setup(struct trainer *t)
 	t->config_text = config_to_text(cfg);
 	if (resume(t))
 		return -1;
-	/* Nothing is written before this point. */
-	if (c->rank == 0 && mkdir(cfg->ckpt_dir, 0777) && errno != EEXIST)
-		user_error("--ckpt-dir %s: cannot create: %s", cfg->ckpt_dir, strerror(errno));
-	else if (c->rank == 0 && access(cfg->ckpt_dir, W_OK))
-		user_error("--ckpt-dir %s: not writable: %s", cfg->ckpt_dir, strerror(errno));
-	else
-		metrics_open(cfg->metrics);
+	/* Nothing is written before this point, and nothing is written unless
+	 * every output can be. */
+	if (c->rank == 0 && !check_writable("--ckpt-dir", cfg->ckpt_dir, 1) &&
+	    (!cfg->metrics[0] || !check_writable("--metrics", cfg->metrics, 0))) {
+		if (mkdir(cfg->ckpt_dir, 0777) && errno != EEXIST)
+			user_error("--ckpt-dir %s: cannot create: %s", cfg->ckpt_dir, strerror(errno));
+		else
+			metrics_open(cfg->metrics);
+	}
 	return comm_user_errors(c) ? -1 : 0;
 }
 

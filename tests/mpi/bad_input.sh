@@ -1,0 +1,65 @@
+# Every bad input (flags, config, data, checkpoint) gets one clear line naming
+# what is wrong and where, exit status 2, and nothing is written: no
+# checkpoint folder, no metrics file.
+. "$(dirname "$0")/lib.sh"
+make_data
+for kind in nan neglabel x1d int16 ylen noy; do "$MKDATA" bad bad-$kind.h5 $kind; done
+"$MKDATA" synth wide.h5 30 13 3 1
+echo "not hdf5" >text.h5
+printf 'lr = 0.01\nlerning_rate = 3\n' >typo.conf
+printf 'batch 14\n' >noeq.conf
+# A checkpoint of another model, and a corrupt one.
+"$MTRAIN" "${SMALL[@]}" --layers 16,4 --steps 2 --ckpt-dir other >/dev/null
+cp other/ckpt-00000002.h5 corrupt.h5
+truncate -s 3000 corrupt.h5
+
+# bad WHAT-THE-LINE-MUST-SAY ARGS...: one process, exit 2, one line, no output files.
+bad() {
+	local want=$1
+	shift
+	rm -rf out.ck out.jsonl
+	expect_status 2 "$MTRAIN" --ckpt-dir out.ck --metrics out.jsonl "$@"
+	[ "$(wc -l <last.err)" = 1 ] || { cat last.err; fail "not one line: $*"; }
+	grep -q "^mtrain: error: .*$want" last.err || { cat last.err; fail "'$want' not said for: $*"; }
+	[ ! -e out.ck ] && [ ! -e out.jsonl ] || fail "output written for: $*"
+}
+bad "unknown flag '--lerning-rate' (did you mean '--lr'?)" "${SMALL[@]}" --lerning-rate 3
+bad "unknown flag '--optimiser' (did you mean '--optimizer'?)" "${SMALL[@]}" --optimiser sgd
+bad "typo.conf:2: unknown config key 'lerning-rate'" "${SMALL[@]}" --config typo.conf
+bad "noeq.conf:1: expected 'key = value'" "${SMALL[@]}" --config noeq.conf
+bad "missing.conf: cannot open" "${SMALL[@]}" --config missing.conf
+bad "--batch: 0 is out of range" "${SMALL[@]}" --batch 0
+bad "--lr: 'fast' is not a number" "${SMALL[@]}" --lr fast
+bad "--ema-decay: 1.5 is out of range" "${SMALL[@]}" --ema-decay 1.5
+bad "--activation: 'swish' is not one of relu|gelu|tanh" "${SMALL[@]}" --activation swish
+bad "--layers: '16,,x' is not a comma-separated list" "${SMALL[@]}" --layers 16,,x
+bad "--steps: missing value" "${SMALL[@]}" --steps
+bad "unexpected argument 'oops'" "${SMALL[@]}" oops
+bad "nofile.h5: cannot open data file" "${SMALL[@]}" --data nofile.h5
+bad "text.h5: not an HDF5 file" "${SMALL[@]}" --data text.h5
+bad "bad-nan.h5: x\[5, 2\] is NaN" "${SMALL[@]}" --data bad-nan.h5
+bad "bad-neglabel.h5: y\[3\] = -1 is negative" "${SMALL[@]}" --data bad-neglabel.h5 --batch 4
+bad "bad-x1d.h5: dataset 'x' has 1 dimensions" "${SMALL[@]}" --data bad-x1d.h5
+bad "bad-int16.h5: dataset 'x' has integers of 2 bytes; expected float32 or uint8" "${SMALL[@]}" --data bad-int16.h5
+bad "bad-ylen.h5: 'y' has 7 rows but 'x' has 8" "${SMALL[@]}" --data bad-ylen.h5
+bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5
+bad "wide.h5: inputs have 13 features but the training set train.h5 has 12" "${SMALL[@]}" --eval-data wide.h5
+bad "--batch 100 is larger than the training set" "${SMALL[@]}" --batch 100
+bad "--device cuda: " "${SMALL[@]}" --device cuda
+bad "corrupt.h5: not a readable HDF5 file" "${SMALL[@]}" --resume corrupt.h5
+bad "--ckpt-dir nodir/sub: cannot create it in nodir" "${SMALL[@]}" --ckpt-dir nodir/sub
+
+# A checkpoint of another model: one line per mismatch, name and both shapes.
+rm -rf out.ck
+expect_status 2 "$MTRAIN" "${SMALL[@]}" --ckpt-dir out.ck --resume other/ckpt-00000002.h5
+grep -q "dense_1/kernel: checkpoint \[16,4\] vs model \[16,8\]" last.err || { cat last.err; fail "kernel mismatch"; }
+grep -q "dense_2/kernel/Adam_1: checkpoint \[4,3\] vs model \[8,3\]" last.err || fail "slot mismatch"
+[ "$(grep -c '^mtrain: error: ' last.err)" = 12 ] || { cat last.err; fail "want one line per mismatch (12)"; }
+[ ! -e out.ck ] || fail "output written after a mismatched checkpoint"
+
+# Under mpirun every rank exits 2, one line in all, and none hangs.
+expect_status 2 ranks 3 "${SMALL[@]}" --ckpt-dir out.ck --data bad-nan.h5
+[ "$(grep -c '^mtrain: error' last.err)" = 1 ] || { cat last.err; fail "want one error line from 3 ranks"; }
+expect_status 2 ranks 2 "${SMALL[@]}" --ckpt-dir out.ck --batch=-1
+[ ! -e out.ck ] || fail "output written under mpirun"
+pass "bad input: one line, exit 2, nothing written"

@@ -1,0 +1,26 @@
+# The command line: --help documents every option, --version, and the
+# import / inspect / eval subcommands on a real run.
+. "$(dirname "$0")/lib.sh"
+make_data
+"$MTRAIN" --help >help.txt
+for flag in data eval-data layers activation optimizer lr batch epochs steps seed ema-decay \
+	ema-num-updates ema-sync-every ckpt-dir ckpt-every keep resume log-every metrics device config; do
+	grep -q -- "--$flag " help.txt || fail "--help does not document --$flag"
+done
+"$MTRAIN" --version | grep -Eq '^mtrain [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
+ranks 2 "${SMALL[@]}" --steps 12 --ckpt-dir ck --metrics m.jsonl >log
+grep -q '"event":"eval"' m.jsonl || fail "no eval line in the metrics file"
+[ "$(grep -c '"event":"train"' m.jsonl)" = 3 ] || fail "want 3 train lines (steps 5, 10, 12)"
+grep -Eq '^step 5/12 epoch 1 loss [0-9.]+ lr 1.000e-03 samples/s [0-9]+ eta [0-9]+s$' log ||
+	{ cat log; fail "progress line format"; }
+grep -Eq '^eval step 6 epoch 1 raw_loss [0-9.]+ raw_acc [0-9.]+ ema_loss [0-9.]+ ema_acc [0-9.]+$' log ||
+	fail "eval line format"
+"$MTRAIN" inspect ck/ckpt-00000012.h5 >inspect.txt
+grep -Eq '^dense/kernel +\[12,16\] +float32 +[0-9a-f]{16}' inspect.txt || fail "inspect line"
+ranks 2 eval --ckpt ck/ckpt-00000012.h5 --weights both >eval.txt
+grep -q "raw loss" eval.txt && grep -q "ema loss" eval.txt || fail "eval output"
+# The EMA accuracy eval reports equals the one training logged at that step.
+acc=$(awk '/^eval step 12/ {print $NF}' log)
+grep -q "ema loss .* acc $acc " eval.txt || { cat log eval.txt; fail "eval disagrees with training"; }
+expect_status 2 "$MTRAIN" inspect nothing.h5
+pass "help, version, inspect, eval"

@@ -1,0 +1,44 @@
+# Shared by the multi-rank test drivers: where the programs are, mpirun as the
+# tests need it (oversubscribed: 4 ranks on 2 cores), a scratch folder removed
+# on exit, fixtures, and assertions that stop the test with a reason.
+set -euo pipefail
+: "${MTRAIN_BUILD:?set by CTest: the build folder}"
+MTRAIN=$MTRAIN_BUILD/mtrain
+MKDATA=$MTRAIN_BUILD/tests/mkdata
+CMP=$MTRAIN_BUILD/tests/ckpt_compare
+MPIRUN=${MPIRUN:-mpirun}
+WORK=$(mktemp -d /tmp/mtrain-test.XXXXXX)
+# Background jobs (a signalled mpirun) never outlive the test.
+trap 'jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+# ranks N ARGS...: mtrain on N ranks; never hangs past 120 s.
+ranks() {
+	local n=$1
+	shift
+	timeout 120 "$MPIRUN" --oversubscribe -np "$n" "$MTRAIN" "$@"
+}
+
+# A small learnable data set: 84 rows, 12 features, 3 classes, so a global
+# batch of 14 makes 6 steps an epoch and does not divide by 3 or 4 ranks.
+make_data() {
+	"$MKDATA" synth train.h5 84 12 3 11
+	"$MKDATA" synth eval.h5 30 12 3 12
+}
+
+# The flags every small run shares.
+SMALL=(--data train.h5 --eval-data eval.h5 --layers 16,8 --batch 14 --seed 5 --log-every 5)
+
+# same_ckpt A B [RTOL]: equal variables (bitwise without RTOL).
+same_ckpt() { "$CMP" "$@" || fail "checkpoints differ: $*"; }
+
+# expect_status WANT CMD...: runs CMD, output in last.out / last.err.
+expect_status() {
+	local want=$1 got=0
+	shift
+	"$@" >last.out 2>last.err || got=$?
+	[ "$got" = "$want" ] || { cat last.out last.err >&2; fail "exit status $got, want $want: $*"; }
+}

@@ -1,0 +1,16 @@
+# A checkpoint written by 4 ranks resumes on 2 and on 1 rank, and the result
+# matches the 4-rank run that never stopped (to 1e-5: the sums' order differs).
+. "$(dirname "$0")/lib.sh"
+make_data
+FLAGS=("${SMALL[@]}" --optimizer momentum --lr 0.05)
+ranks 4 "${FLAGS[@]}" --steps 20 --ckpt-dir straight >/dev/null
+ranks 4 "${FLAGS[@]}" --steps 10 --ckpt-dir four >/dev/null
+for n in 2 1; do
+	cp -r four on$n
+	ranks $n "${FLAGS[@]}" --steps 20 --ckpt-dir on$n >log
+	grep -q "resumed from on$n/ckpt-00000010.h5" log || fail "$n ranks did not resume"
+	"$MTRAIN" inspect on$n/ckpt-00000020.h5 | grep -q "on $n rank" ||
+		fail "checkpoint does not record $n ranks"
+	same_ckpt straight/ckpt-00000020.h5 on$n/ckpt-00000020.h5 1e-5
+done
+pass "a 4-rank checkpoint resumes on 2 and on 1"

@@ -1,0 +1,23 @@
+# Slurm's early warning: SIGUSR1 to mpirun (forwarded to every rank) makes all
+# ranks agree on one step, write a checkpoint and exit 0; resuming from it
+# gives bitwise the run that was never stopped.
+. "$(dirname "$0")/lib.sh"
+make_data
+FLAGS=("${SMALL[@]}" --eval-data none --log-every 1000)
+# mpirun itself gets the signal, as from a batch script's trap; lib.sh's exit
+# trap kills it should the test fail before it stops.
+"$MPIRUN" --oversubscribe -np 2 "$MTRAIN" "${FLAGS[@]}" --steps 100000000 --ckpt-dir ck >log &
+pid=$!
+sleep 3
+kill -USR1 $pid
+status=0
+wait $pid || status=$?
+[ $status = 0 ] || { cat log; fail "exit status $status after SIGUSR1"; }
+grep -q "stopped by signal at step" log || { cat log; fail "no stop line"; }
+step=$(sed -n 's/.*stopped by signal at step \([0-9]*\).*/\1/p' log)
+[ "$step" -gt 0 ] && [ -f "$(printf 'ck/ckpt-%08d.h5' "$step")" ] || fail "no checkpoint at step $step"
+end=$((step + 7))
+ranks 2 "${FLAGS[@]}" --steps $end --ckpt-dir ck >/dev/null
+ranks 2 "${FLAGS[@]}" --steps $end --ckpt-dir straight >/dev/null
+same_ckpt "$(printf 'straight/ckpt-%08d.h5' $end)" "$(printf 'ck/ckpt-%08d.h5' $end)"
+pass "SIGUSR1 at step $step: checkpoint, exit 0, bitwise resume"

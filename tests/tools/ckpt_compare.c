@@ -1,0 +1,147 @@
+/* Compares checkpoints by logical name, or checks a checkpoint's names.
+ *
+ *   ckpt_compare A B [RTOL]   same variables; RTOL absent: bitwise equal
+ *                             values, else max |a-b| / max(|a|,|b|,1e-3) <= RTOL
+ *   ckpt_compare --names A    exactly one ExponentialMovingAverage shadow per
+ *                             trainable variable, Keras-style names, no
+ *                             replica index anywhere
+ * Exit status 0 when the check holds, 1 otherwise (reasons on stderr). */
+#include "ckpt.h"
+#include "log.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct ckpt_var *find(const struct ckpt_var *v, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+static size_t cells(const struct ckpt_var *v)
+{
+	return (size_t)v->shape[0] * (v->ndim > 1 ? (size_t)v->shape[1] : 1);
+}
+
+static int compare(const char *pa, const char *pb, double rtol, int exact)
+{
+	struct ckpt_var *a, *b;
+	struct ckpt_meta ma, mb;
+	int na, nb, bad = 0;
+	if (ckpt_read_all(pa, &a, &na, &ma) || ckpt_read_all(pb, &b, &nb, &mb)) {
+		fprintf(stderr, "ckpt_compare: %s\n", user_error_text());
+		return 1;
+	}
+	if (na != nb) {
+		fprintf(stderr, "%d variables in %s, %d in %s\n", na, pa, nb, pb);
+		bad = 1;
+	}
+	if (ma.global_step != mb.global_step || ma.epoch != mb.epoch ||
+	    ma.step_in_epoch != mb.step_in_epoch) {
+		fprintf(stderr, "positions differ: step %ld epoch %ld+%ld vs step %ld epoch %ld+%ld\n",
+			ma.global_step, ma.epoch, ma.step_in_epoch, mb.global_step, mb.epoch,
+			mb.step_in_epoch);
+		bad = 1;
+	}
+	for (int i = 0; i < na; i++) {
+		const struct ckpt_var *vb = find(b, nb, a[i].name);
+		if (!vb || cells(vb) != cells(&a[i]) || vb->ndim != a[i].ndim) {
+			fprintf(stderr, "%s: missing or reshaped in %s\n", a[i].name, pb);
+			bad = 1;
+			continue;
+		}
+		double worst = 0;
+		size_t n = cells(&a[i]);
+		if (exact && memcmp(a[i].data, vb->data, n * sizeof(float)))
+			worst = INFINITY;
+		for (size_t k = 0; !exact && k < n; k++) {
+			double x = a[i].data[k], y = vb->data[k];
+			double scale = fmax(fmax(fabs(x), fabs(y)), 1e-3);
+			worst = fmax(worst, fabs(x - y) / scale);
+		}
+		if (worst > rtol) {
+			fprintf(stderr, "%s: differs (%s %g)\n", a[i].name,
+				exact ? "not bitwise equal" : "max relative difference", worst);
+			bad = 1;
+		}
+	}
+	printf("%s vs %s: %d variables, %s\n", pa, pb, na, bad ? "DIFFERENT" : "equal");
+	ckpt_free_vars(a, na);
+	ckpt_free_vars(b, nb);
+	free(ma.config);
+	free(mb.config);
+	return bad;
+}
+
+static int is_slot(const char *name)
+{
+	static const char *suffix[] = {"/ExponentialMovingAverage", "/Momentum", "/Adam", "/Adam_1"};
+	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+		size_t ls = strlen(suffix[i]), ln = strlen(name);
+		if (ln > ls && !strcmp(name + ln - ls, suffix[i]))
+			return 1;
+	}
+	return 0;
+}
+
+static int check_names(const char *path)
+{
+	struct ckpt_var *v;
+	struct ckpt_meta m;
+	int n, bad = 0, trainable = 0, shadows = 0;
+	if (ckpt_read_all(path, &v, &n, &m)) {
+		fprintf(stderr, "ckpt_compare: %s\n", user_error_text());
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = v[i].name;
+		char layer[64], kind[64];
+		if (strstr(name, "replica")) {
+			fprintf(stderr, "%s: name carries a replica index\n", name);
+			bad = 1;
+		}
+		if (is_slot(name)) {
+			shadows += strstr(name, "/ExponentialMovingAverage") != NULL;
+			continue;
+		}
+		/* A trainable variable: dense[_k]/kernel or dense[_k]/bias. */
+		if (sscanf(name, "%63[^/]/%63s", layer, kind) != 2 ||
+		    strncmp(layer, "dense", 5) || (strcmp(kind, "kernel") && strcmp(kind, "bias"))) {
+			fprintf(stderr, "%s: not a canonical variable name\n", name);
+			bad = 1;
+		}
+		trainable++;
+		char shadow[CKPT_NAME_LEN + 32];
+		snprintf(shadow, sizeof(shadow), "%s/ExponentialMovingAverage", name);
+		int found = 0;
+		for (int j = 0; j < n; j++)
+			found += !strcmp(v[j].name, shadow);
+		if (found != 1) {
+			fprintf(stderr, "%s: %d shadows named %s\n", name, found, shadow);
+			bad = 1;
+		}
+	}
+	if (shadows != trainable) {
+		fprintf(stderr, "%d shadows for %d trainable variables\n", shadows, trainable);
+		bad = 1;
+	}
+	printf("%s: %d trainable variables, %d shadows, names %s\n", path, trainable, shadows,
+	       bad ? "WRONG" : "canonical");
+	ckpt_free_vars(v, n);
+	free(m.config);
+	return bad || trainable == 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--names"))
+		return check_names(argv[2]);
+	if (argc == 3 || argc == 4)
+		return compare(argv[1], argv[2], argc == 4 ? atof(argv[3]) : 0.0, argc == 3);
+	fprintf(stderr, "usage: ckpt_compare A B [RTOL] | ckpt_compare --names A\n");
+	return 2;
+}

@@ -1,0 +1,385 @@
+/* HDF5 checkpoints: bitwise round trip, strict name/shape checks, checksum
+ * failures on corrupt or truncated files, listing, pruning and inspecting. */
+#include "ckpt.h"
+#include "config.h"
+#include "log.h"
+#include "rng.h"
+#include "unit.h"
+#include "fixtures.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+enum { N_VARS = 4, BIG = 2 }; /* vars[BIG] is the largest dataset */
+
+struct fixture {
+	struct ckpt_var vars[N_VARS];
+	struct ckpt_meta meta;
+};
+
+static void fixture_init(struct fixture *f)
+{
+	static const struct {
+		const char *name;
+		int ndim;
+		long shape[2];
+	} spec[N_VARS] = {
+		{"dense/kernel", 2, {3, 4}},
+		{"dense/bias", 1, {4, 0}},
+		{"dense_1/kernel", 2, {64, 32}},
+		{"dense_1/bias/Adam", 1, {32, 0}},
+	};
+	struct rng r;
+	rng_init(&r, 2024, 0);
+	memset(f, 0, sizeof(*f));
+	for (int i = 0; i < N_VARS; i++) {
+		struct ckpt_var *v = &f->vars[i];
+		snprintf(v->name, sizeof(v->name), "%s", spec[i].name);
+		v->ndim = spec[i].ndim;
+		v->shape[0] = spec[i].shape[0];
+		v->shape[1] = spec[i].ndim > 1 ? spec[i].shape[1] : 1;
+		size_t n = (size_t)v->shape[0] * v->shape[1];
+		v->data = malloc(n * sizeof(float));
+		for (size_t j = 0; j < n; j++)
+			v->data[j] = 4.0f * rng_uniform(&r) - 2.0f;
+	}
+	struct config cfg;
+	config_defaults(&cfg);
+	f->meta.global_step = 42;
+	f->meta.epoch = 3;
+	f->meta.step_in_epoch = 7;
+	f->meta.batch = 128;
+	f->meta.seed = 0xdeadbeefcafeull;
+	f->meta.world_size = 4;
+	f->meta.input_dim = 3;
+	f->meta.classes = 32;
+	f->meta.config = config_to_text(&cfg);
+	snprintf(f->meta.created, sizeof(f->meta.created), "2025-01-02T03:04:05Z");
+	snprintf(f->meta.version, sizeof(f->meta.version), "0.1.0-test");
+}
+
+static void fixture_free(struct fixture *f)
+{
+	for (int i = 0; i < N_VARS; i++)
+		free(f->vars[i].data);
+	free(f->meta.config);
+}
+
+/* Fresh zeroed buffers with the names and shapes of src. */
+static void vars_like(struct ckpt_var *dst, const struct ckpt_var *src, int n)
+{
+	for (int i = 0; i < n; i++) {
+		dst[i] = src[i];
+		dst[i].data = calloc((size_t)src[i].shape[0] * src[i].shape[1], sizeof(float));
+	}
+}
+
+static void vars_free(struct ckpt_var *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i].data);
+}
+
+static size_t var_bytes(const struct ckpt_var *v)
+{
+	return (size_t)v->shape[0] * v->shape[1] * sizeof(float);
+}
+
+static int contains(const char *text, const char *part)
+{
+	int ok = text && strstr(text, part) != NULL;
+	if (!ok)
+		fprintf(stderr, "expected \"%s\" in \"%s\"\n", part, text ? text : "(null)");
+	return ok;
+}
+
+static int lacks(const char *text, const char *part)
+{
+	int ok = text && strstr(text, part) == NULL;
+	if (!ok)
+		fprintf(stderr, "did not expect \"%s\" in \"%s\"\n", part, text ? text : "(null)");
+	return ok;
+}
+
+/* Names in dir that look like leftover temporary files. */
+static int temp_files_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, ".ckpt-", 6) || strstr(e->d_name, ".tmp"))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void check_round_trip(const char *dir, struct fixture *f, char *path, size_t len)
+{
+	EXPECT(ckpt_write(dir, f->vars, N_VARS, &f->meta) == 0);
+	ckpt_path(dir, 42, path, len);
+	char want[1100];
+	snprintf(want, sizeof(want), "%s/ckpt-00000042.h5", dir);
+	EXPECT_STR(path, want);
+	EXPECT(access(path, R_OK) == 0);
+	EXPECT(temp_files_in(dir) == 0);
+
+	struct ckpt_var got[N_VARS];
+	struct ckpt_meta m;
+	vars_like(got, f->vars, N_VARS);
+	EXPECT(ckpt_read(path, got, N_VARS, 0, &m) == 0);
+	for (int i = 0; i < N_VARS; i++)
+		EXPECT(memcmp(got[i].data, f->vars[i].data, var_bytes(&f->vars[i])) == 0);
+	EXPECT(m.global_step == 42);
+	EXPECT(m.epoch == 3);
+	EXPECT(m.step_in_epoch == 7);
+	EXPECT(m.batch == 128);
+	EXPECT(m.seed == 0xdeadbeefcafeull);
+	EXPECT(m.world_size == 4);
+	EXPECT(m.input_dim == 3);
+	EXPECT(m.classes == 32);
+	EXPECT(m.config && !strcmp(m.config, f->meta.config));
+	EXPECT_STR(m.created, "2025-01-02T03:04:05Z");
+	EXPECT_STR(m.version, "0.1.0-test");
+	free(m.config);
+
+	/* Order of the variables asked for does not matter: reading is by name. */
+	struct ckpt_var rev[N_VARS];
+	for (int i = 0; i < N_VARS; i++)
+		rev[i] = got[N_VARS - 1 - i];
+	memset(rev[0].data, 0, var_bytes(&rev[0]));
+	EXPECT(ckpt_read(path, rev, N_VARS, 0, &m) == 0);
+	EXPECT(memcmp(rev[0].data, f->vars[N_VARS - 1].data, var_bytes(&rev[0])) == 0);
+	free(m.config);
+	vars_free(got, N_VARS);
+
+	struct ckpt_meta only;
+	EXPECT(ckpt_read_meta(path, &only) == 0);
+	EXPECT(only.global_step == 42 && only.seed == 0xdeadbeefcafeull);
+	EXPECT(only.config && !strcmp(only.config, f->meta.config));
+	free(only.config);
+}
+
+/* Shape, missing and extra mismatches: -1 and one line per variable. */
+static void check_strict(const char *path, const struct fixture *f)
+{
+	struct ckpt_var got[N_VARS + 1];
+	struct ckpt_meta m;
+
+	user_error_clear();
+	vars_like(got, f->vars, N_VARS);
+	free(got[0].data);
+	got[0].shape[1] = 5; /* dense/kernel [3,5] against [3,4] in the file */
+	got[0].data = calloc(15, sizeof(float));
+	EXPECT(ckpt_read(path, got, N_VARS, 0, &m) == -1);
+	EXPECT(contains(user_error_text(), "dense/kernel: checkpoint [3,4] vs model [3,5]"));
+	EXPECT(m.config == NULL);
+	vars_free(got, N_VARS);
+
+	/* 1-D in the model, 2-D in the file. */
+	user_error_clear();
+	vars_like(got, f->vars, N_VARS);
+	got[0].ndim = 1;
+	got[0].shape[0] = 12;
+	got[0].shape[1] = 1;
+	EXPECT(ckpt_read(path, got, N_VARS, 0, &m) == -1);
+	EXPECT(contains(user_error_text(), "dense/kernel: checkpoint [3,4] vs model [12]"));
+	vars_free(got, N_VARS);
+
+	/* A variable the model has and the checkpoint lacks. */
+	user_error_clear();
+	vars_like(got, f->vars, N_VARS);
+	got[N_VARS] = f->vars[1];
+	snprintf(got[N_VARS].name, sizeof(got[N_VARS].name), "dense_9/bias");
+	got[N_VARS].data = calloc(4, sizeof(float));
+	EXPECT(ckpt_read(path, got, N_VARS + 1, 0, &m) == -1);
+	EXPECT(contains(user_error_text(), "dense_9/bias"));
+	EXPECT(contains(user_error_text(), "missing"));
+	EXPECT(ckpt_read(path, got, N_VARS + 1, 1, &m) == -1); /* allow_extra is not allow_missing */
+	vars_free(got, N_VARS + 1);
+
+	/* A variable the checkpoint has and the model lacks: dense/bias. */
+	user_error_clear();
+	vars_like(got, f->vars, N_VARS);
+	struct ckpt_var fewer[N_VARS - 1] = {got[0], got[2], got[3]};
+	EXPECT(ckpt_read(path, fewer, N_VARS - 1, 0, &m) == -1);
+	EXPECT(contains(user_error_text(), "dense/bias"));
+	EXPECT(lacks(user_error_text(), "global_step")); /* not a model variable */
+	user_error_clear();
+	EXPECT(ckpt_read(path, fewer, N_VARS - 1, 1, &m) == 0);
+	EXPECT(!user_error_pending());
+	EXPECT(memcmp(fewer[1].data, f->vars[2].data, var_bytes(&f->vars[2])) == 0);
+	free(m.config);
+	vars_free(got, N_VARS);
+
+	/* Two mismatches: both reported. */
+	user_error_clear();
+	vars_like(got, f->vars, N_VARS);
+	got[1].shape[0] = 3;
+	got[3].shape[0] = 31;
+	EXPECT(ckpt_read(path, got, N_VARS, 0, &m) == -1);
+	EXPECT(contains(user_error_text(), "dense/bias: checkpoint [4] vs model [3]"));
+	EXPECT(contains(user_error_text(), "dense_1/bias/Adam: checkpoint [32] vs model [31]"));
+	vars_free(got, N_VARS);
+	user_error_clear();
+}
+
+/* Flipped bytes inside a dataset fail Fletcher32; a truncated file fails to
+ * open. Both are -2. */
+static void check_corruption(const char *dir, const char *path, const struct fixture *f)
+{
+	size_t len = 0;
+	unsigned char *bytes = fixture_read_file(path, &len);
+	EXPECT(bytes != NULL);
+	if (!bytes)
+		return;
+	const struct ckpt_var *big = &f->vars[BIG];
+	unsigned char *at = memmem(bytes, len, big->data, var_bytes(big));
+	EXPECT(at != NULL);
+	struct ckpt_var got[N_VARS];
+	struct ckpt_meta m;
+	char bad[1200];
+	if (at) {
+		for (size_t i = var_bytes(big) / 2; i < var_bytes(big) / 2 + 8; i++)
+			at[i] ^= 0x5a;
+		snprintf(bad, sizeof(bad), "%s/corrupt.h5", dir);
+		EXPECT(fixture_write_file(bad, bytes, len) == 0);
+		user_error_clear();
+		vars_like(got, f->vars, N_VARS);
+		EXPECT(ckpt_read(bad, got, N_VARS, 0, &m) == -2);
+		EXPECT(contains(user_error_text(), big->name));
+		EXPECT(contains(user_error_text(), "checksum"));
+		EXPECT(m.config == NULL);
+		vars_free(got, N_VARS);
+
+		user_error_clear();
+		char *text = NULL;
+		size_t tlen = 0;
+		FILE *out = open_memstream(&text, &tlen);
+		EXPECT(ckpt_inspect(bad, out) == -1);
+		fclose(out);
+		free(text);
+		for (size_t i = var_bytes(big) / 2; i < var_bytes(big) / 2 + 8; i++)
+			at[i] ^= 0x5a;
+	}
+
+	snprintf(bad, sizeof(bad), "%s/truncated.h5", dir);
+	EXPECT(fixture_write_file(bad, bytes, len / 2) == 0);
+	user_error_clear();
+	vars_like(got, f->vars, N_VARS);
+	EXPECT(ckpt_read(bad, got, N_VARS, 0, &m) == -2);
+	EXPECT(contains(user_error_text(), "truncated.h5"));
+	vars_free(got, N_VARS);
+
+	snprintf(bad, sizeof(bad), "%s/missing.h5", dir);
+	user_error_clear();
+	vars_like(got, f->vars, N_VARS);
+	EXPECT(ckpt_read(bad, got, N_VARS, 0, &m) == -2);
+	EXPECT(contains(user_error_text(), "missing.h5"));
+
+	snprintf(bad, sizeof(bad), "%s/text.h5", dir);
+	EXPECT(fixture_write_file(bad, "not hdf5\n", 9) == 0);
+	user_error_clear();
+	EXPECT(ckpt_read(bad, got, N_VARS, 0, &m) == -2);
+	EXPECT(contains(user_error_text(), "text.h5"));
+	vars_free(got, N_VARS);
+	user_error_clear();
+	free(bytes);
+}
+
+/* ckpt_inspect names every dataset, the metadata and the dtypes. */
+static void check_inspect(const char *path, const struct fixture *f)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	EXPECT(ckpt_inspect(path, out) == 0);
+	fclose(out);
+	for (int i = 0; i < N_VARS; i++)
+		EXPECT(contains(text, f->vars[i].name));
+	EXPECT(contains(text, "global_step"));
+	EXPECT(contains(text, "[64,32]"));
+	EXPECT(contains(text, "float32"));
+	EXPECT(contains(text, "seed 244837814094590"));
+	free(text);
+}
+
+/* ckpt_list: newest first by step; ckpt_prune keeps the newest. */
+static void check_list_prune(const char *root, struct fixture *f)
+{
+	char dir[1100], path[1200];
+	snprintf(dir, sizeof(dir), "%s/list", root);
+	EXPECT(mkdir(dir, 0700) == 0);
+	const long steps[3] = {40, 5, 300};
+	struct ckpt_meta meta = f->meta;
+	for (int i = 0; i < 3; i++) {
+		meta.global_step = steps[i];
+		EXPECT(ckpt_write(dir, f->vars, 2, &meta) == 0);
+	}
+	/* Not checkpoints: skipped by the listing and left alone by pruning. */
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	EXPECT(fixture_write_file(path, "x", 1) == 0);
+	snprintf(path, sizeof(path), "%s/ckpt-00000007.h5.tmp", dir);
+	EXPECT(fixture_write_file(path, "x", 1) == 0);
+
+	char paths[8][1024];
+	EXPECT(ckpt_list(dir, paths, 8) == 3);
+	const char *want[3] = {"ckpt-00000300.h5", "ckpt-00000040.h5", "ckpt-00000005.h5"};
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, want[i]);
+		EXPECT_STR(paths[i], path);
+	}
+
+	ckpt_prune(dir, 2);
+	EXPECT(ckpt_list(dir, paths, 8) == 2);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, want[i]);
+		EXPECT_STR(paths[i], path);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, want[2]);
+	EXPECT(access(path, F_OK) != 0);
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	EXPECT(access(path, F_OK) == 0);
+
+	/* Steps past 8 digits get a longer name and must still be listed:
+	 * --steps allows up to 1e12, and resume=auto and pruning go by the list. */
+	snprintf(dir, sizeof(dir), "%s/wide", root);
+	EXPECT(mkdir(dir, 0700) == 0);
+	const long wide[2] = {99999999, 100000000};
+	for (int i = 0; i < 2; i++) {
+		meta.global_step = wide[i];
+		EXPECT(ckpt_write(dir, f->vars, 2, &meta) == 0);
+	}
+	EXPECT(ckpt_list(dir, paths, 8) == 2);
+	snprintf(path, sizeof(path), "%s/ckpt-100000000.h5", dir);
+	EXPECT_STR(paths[0], path);
+
+	snprintf(path, sizeof(path), "%s/absent", root);
+	EXPECT(ckpt_list(path, paths, 8) == 0);
+
+	/* A folder that does not exist: -1 (and an expected error line on
+	 * stderr), and no checkpoint appears. */
+	meta.global_step = 1;
+	EXPECT(ckpt_write(path, f->vars, 2, &meta) == -1);
+	EXPECT(ckpt_list(path, paths, 8) == 0);
+}
+
+int main(void)
+{
+	char dir[512], path[1100];
+	if (fixture_tmpdir(dir, sizeof(dir), "ckpt"))
+		return 1;
+	struct fixture f;
+	fixture_init(&f);
+	check_round_trip(dir, &f, path, sizeof(path));
+	check_strict(path, &f);
+	check_corruption(dir, path, &f);
+	check_inspect(path, &f);
+	check_list_prune(dir, &f);
+	fixture_free(&f);
+	fixture_rmtree(dir);
+	EXPECT(access(dir, F_OK) != 0);
+	return unit_done("test_ckpt");
+}

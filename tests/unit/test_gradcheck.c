@@ -1,0 +1,317 @@
+/* Gradient checks on the CPU backend: the model's backward pass against central
+ * differences of its loss, and each layer op against a plain reference. */
+#include "backend.h"
+#include "mathfn.h"
+#include "model.h"
+#include "rng.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+#define IN 5
+#define CLASSES 4
+#define ROWS 3
+#define FD_EPS 1e-2f
+
+static const char *act_names[] = {"relu", "gelu", "tanh"};
+
+static float uniform(struct rng *r, float lo, float hi)
+{
+	return lo + (hi - lo) * rng_uniform(r);
+}
+
+/* Sign pattern of every hidden pre-activation after the last forward pass,
+ * packed into signs (ROWS * sum of hidden widths). */
+static void hidden_signs(const struct model *m, int rows, signed char *signs)
+{
+	size_t k = 0;
+	for (int l = 0; l < m->n_layers - 1; l++)
+		for (size_t i = 0; i < (size_t)rows * m->layer[l].out; i++)
+			signs[k++] = m->z[l][i] > 0.0f ? 1 : -1;
+}
+
+/* Loss sum of the loaded batch at the current weights (no gradient). When
+ * signs is not NULL it receives the hidden sign pattern. */
+static float loss_at(struct model *m, signed char *signs)
+{
+	float stats[2];
+	model_forward(m, ROWS, 0.0f, stats);
+	if (signs)
+		hidden_signs(m, ROWS, signs);
+	return stats[0];
+}
+
+/* Every gradient entry of a [5] -> 7 -> 6 -> [4] model against central
+ * differences of the loss sum. Coordinates whose +-eps perturbation moves a
+ * hidden pre-activation across 0 (a relu kink) are skipped and counted. */
+static void check_model(enum act_kind act, uint64_t seed)
+{
+	const struct backend *be = backend_cpu();
+	const int hidden[2] = {7, 6};
+	struct model m;
+	model_init(&m, be, IN, CLASSES, hidden, 2, act, ROWS);
+	size_t P = m.reg.total;
+	int n_signs = ROWS * (hidden[0] + hidden[1]);
+
+	struct rng r;
+	rng_init(&r, seed, 7);
+	float *w = calloc(P, sizeof(float));
+	for (int i = 0; i < m.reg.n; i++)
+		for (size_t j = 0; j < m.reg.p[i].size; j++)
+			w[m.reg.p[i].offset + j] = uniform(&r, -0.9f, 0.9f);
+	float x[ROWS * IN];
+	int32_t y[ROWS];
+	for (int i = 0; i < ROWS * IN; i++)
+		x[i] = uniform(&r, -1.5f, 1.5f);
+	for (int i = 0; i < ROWS; i++)
+		y[i] = (int32_t)rng_below(&r, CLASSES);
+	be->copy_in(m.w, w, P * sizeof(float));
+	model_set_batch(&m, x, y, ROWS);
+
+	float stats[2];
+	model_forward(&m, ROWS, 1.0f, stats);
+	model_backward(&m, ROWS);
+	float *g = malloc(P * sizeof(float));
+	be->copy_out(g, m.g, P * sizeof(float));
+	signed char *base = malloc(n_signs), *plus = malloc(n_signs), *minus = malloc(n_signs);
+	float loss0 = loss_at(&m, base);
+	EXPECT_NEAR(loss0, stats[0], 1e-6);
+
+	int checked = 0, skipped = 0;
+	double max_fd = 0.0;
+	for (int i = 0; i < m.reg.n; i++) {
+		const struct param *p = &m.reg.p[i];
+		for (size_t j = 0; j < p->size; j++) {
+			size_t k = p->offset + j;
+			/* The CPU backend's memory is host memory: poke it directly. */
+			m.w[k] = w[k] + FD_EPS;
+			float lp = loss_at(&m, plus);
+			m.w[k] = w[k] - FD_EPS;
+			float lm = loss_at(&m, minus);
+			m.w[k] = w[k];
+			if (memcmp(plus, base, n_signs) || memcmp(minus, base, n_signs)) {
+				skipped++;
+				continue;
+			}
+			float fd = (float)(((double)lp - (double)lm) / (2.0 * FD_EPS));
+			double tol = 2e-2 * fmax(fabs(fd), fabs(g[k])) + 1e-3;
+			int ok = fabs((double)g[k] - fd) <= tol;
+			if (!ok)
+				fprintf(stderr, "%s: %s[%zu]: backward %.7g, central difference %.7g\n",
+					act_names[act], p->name, j, g[k], fd);
+			EXPECT(ok);
+			max_fd = fmax(max_fd, fabs(fd));
+			checked++;
+		}
+	}
+	/* Only relu has kinks; even there most coordinates must be checkable. */
+	if (act != ACT_RELU)
+		EXPECT(skipped == 0);
+	EXPECT(checked >= (int)(0.8 * (checked + skipped)));
+	EXPECT(max_fd > 1e-2); /* the check compared real gradients, not zeros */
+	printf("gradcheck %s: %d entries checked, %d skipped at kinks\n", act_names[act],
+	       checked, skipped);
+
+	/* grad_scale scales every gradient linearly. */
+	model_forward(&m, ROWS, 0.5f, stats);
+	model_backward(&m, ROWS);
+	float *g_half = malloc(P * sizeof(float));
+	be->copy_out(g_half, m.g, P * sizeof(float));
+	int scaled = 1;
+	for (size_t k = 0; k < P; k++)
+		if (fabsf(g_half[k] - 0.5f * g[k]) > 1e-6f * (1.0f + fabsf(g[k])))
+			scaled = 0;
+	EXPECT(scaled);
+
+	free(g_half);
+	free(base);
+	free(plus);
+	free(minus);
+	free(g);
+	free(w);
+	model_free(&m);
+}
+
+/* act_backward (and act_bwd of mathfn.h) against central differences of
+ * act_fwd, in place and out of place. */
+static void check_act_backward(const struct backend *be)
+{
+	enum { N = 8 };
+	const float z[N] = {-2.7f, -1.3f, -0.4f, -0.05f, 0.07f, 0.6f, 1.4f, 3.1f};
+	const float da[N] = {1.0f, -0.5f, 2.0f, 0.3f, -1.7f, 0.9f, -1.1f, 0.25f};
+	const float h = 1e-3f;
+	for (int act = ACT_RELU; act <= ACT_TANH; act++) {
+		float *bz = be->alloc(sizeof(z)), *bda = be->alloc(sizeof(da));
+		float *bdz = be->alloc(sizeof(z));
+		be->copy_in(bz, z, sizeof(z));
+		be->copy_in(bda, da, sizeof(da));
+		be->act_backward(bdz, bda, bz, N, (enum act_kind)act);
+		float dz[N], inplace[N];
+		be->copy_out(dz, bdz, sizeof(dz));
+		be->act_backward(bda, bda, bz, N, (enum act_kind)act); /* dz aliases da */
+		be->copy_out(inplace, bda, sizeof(inplace));
+		for (int i = 0; i < N; i++) {
+			double fd = ((double)act_fwd((enum act_kind)act, z[i] + h) -
+				     (double)act_fwd((enum act_kind)act, z[i] - h)) / (2.0 * h);
+			EXPECT_NEAR(dz[i], da[i] * fd, 1e-3);
+			EXPECT_NEAR(act_bwd((enum act_kind)act, z[i], da[i]), da[i] * fd, 1e-3);
+			EXPECT(inplace[i] == dz[i]);
+		}
+		be->free(bz);
+		be->free(bda);
+		be->free(bdz);
+	}
+}
+
+/* bias_act adds the bias to z and writes act(z); with a NULL a it only adds. */
+static void check_bias_act(const struct backend *be)
+{
+	enum { R = 2, C = 3 };
+	const float z0[R * C] = {-1.0f, 0.25f, 2.0f, 0.5f, -0.75f, -3.0f};
+	const float bias[C] = {0.5f, -1.0f, 1.5f};
+	for (int act = ACT_RELU; act <= ACT_TANH; act++) {
+		float z[R * C], a[R * C];
+		float *bz = be->alloc(sizeof(z)), *ba = be->alloc(sizeof(a));
+		float *bb = be->alloc(sizeof(bias));
+		be->copy_in(bz, z0, sizeof(z0));
+		be->copy_in(bb, bias, sizeof(bias));
+		be->bias_act(ba, bz, bb, R, C, (enum act_kind)act);
+		be->copy_out(z, bz, sizeof(z));
+		be->copy_out(a, ba, sizeof(a));
+		for (int i = 0; i < R * C; i++) {
+			float want = z0[i] + bias[i % C];
+			EXPECT_NEAR(z[i], want, 1e-7);
+			EXPECT_NEAR(a[i], act_fwd((enum act_kind)act, want), 1e-6);
+		}
+		be->bias_act(NULL, bz, bb, R, C, (enum act_kind)act);
+		be->copy_out(z, bz, sizeof(z));
+		EXPECT_NEAR(z[4], z0[4] + 2.0f * bias[1], 1e-7);
+		be->free(bz);
+		be->free(ba);
+		be->free(bb);
+	}
+}
+
+/* bias_grad overwrites dbias with the column sums of dz. */
+static void check_bias_grad(const struct backend *be)
+{
+	enum { R = 3, C = 5 };
+	float dz[R * C], db[C];
+	struct rng r;
+	rng_init(&r, 11, 0);
+	for (int i = 0; i < R * C; i++)
+		dz[i] = uniform(&r, -2.0f, 2.0f);
+	float *bdz = be->alloc(sizeof(dz)), *bdb = be->alloc(sizeof(db));
+	const float junk[C] = {9, 9, 9, 9, 9};
+	be->copy_in(bdz, dz, sizeof(dz));
+	be->copy_in(bdb, junk, sizeof(junk));
+	be->bias_grad(bdb, bdz, R, C);
+	be->copy_out(db, bdb, sizeof(db));
+	for (int j = 0; j < C; j++)
+		EXPECT_NEAR(db[j], (double)dz[j] + dz[C + j] + dz[2 * C + j], 1e-6);
+	be->free(bdz);
+	be->free(bdb);
+}
+
+/* matmul for every transpose combination and for beta 0 and 0.5, against a
+ * naive triple loop in double. */
+static void check_matmul(const struct backend *be)
+{
+	enum { M = 3, N = 4, K = 5 };
+	float a[M * K], b[K * N], c0[M * N], c[M * N];
+	struct rng r;
+	rng_init(&r, 12, 0);
+	for (int i = 0; i < M * K; i++)
+		a[i] = uniform(&r, -1.0f, 1.0f);
+	for (int i = 0; i < K * N; i++)
+		b[i] = uniform(&r, -1.0f, 1.0f);
+	for (int i = 0; i < M * N; i++)
+		c0[i] = uniform(&r, -1.0f, 1.0f);
+	float *ba = be->alloc(sizeof(a)), *bb = be->alloc(sizeof(b));
+	float *bc = be->alloc(sizeof(c));
+	be->copy_in(ba, a, sizeof(a));
+	be->copy_in(bb, b, sizeof(b));
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++)
+			for (int bi = 0; bi < 2; bi++) {
+				float beta = bi ? 0.5f : 0.0f;
+				be->copy_in(bc, c0, sizeof(c0));
+				be->matmul(bc, ba, bb, M, N, K, ta, tb, beta);
+				be->copy_out(c, bc, sizeof(c));
+				for (int i = 0; i < M; i++)
+					for (int j = 0; j < N; j++) {
+						double s = beta * c0[i * N + j];
+						for (int p = 0; p < K; p++) {
+							/* op(a) (M,K): a stored (K,M) when ta. */
+							double av = ta ? a[p * M + i] : a[i * K + p];
+							/* op(b) (K,N): b stored (N,K) when tb. */
+							double bv = tb ? b[j * K + p] : b[p * N + j];
+							s += av * bv;
+						}
+						EXPECT_NEAR(c[i * N + j], s, 1e-5);
+					}
+			}
+	be->free(ba);
+	be->free(bb);
+	be->free(bc);
+}
+
+/* xent on a 2x3 batch whose softmax is exact:
+ *   row 0 logits {0, ln 2, ln 5}, label 2: p = {1/8, 2/8, 5/8}, loss ln(8/5), argmax 2: correct
+ *   row 1 logits {0, ln 3, ln 4}, label 0: p = {1/8, 3/8, 4/8}, loss ln 8,     argmax 2: wrong
+ * loss sum = ln 12.8 = 2.54944517, correct = 1. */
+static void check_xent(const struct backend *be)
+{
+	const float logits[6] = {0.0f, logf(2.0f), logf(5.0f), 0.0f, logf(3.0f), logf(4.0f)};
+	const int32_t labels[2] = {2, 0};
+	/* scale 0.5 * (p - onehot) */
+	const float want_d[6] = {0.0625f, 0.125f, -0.1875f, -0.4375f, 0.1875f, 0.25f};
+	float *bl = be->alloc(sizeof(logits)), *bd = be->alloc(sizeof(logits));
+	float *bs = be->alloc(2 * sizeof(float));
+	int32_t *by = be->alloc(sizeof(labels));
+	be->copy_in(bl, logits, sizeof(logits));
+	be->copy_in(by, labels, sizeof(labels));
+	float stats[2], d[6];
+
+	be->xent(bd, bs, bl, by, 2, 3, 0.5f);
+	be->copy_out(stats, bs, sizeof(stats));
+	be->copy_out(d, bd, sizeof(d));
+	EXPECT_NEAR(stats[0], 2.54944517, 1e-6);
+	EXPECT(stats[1] == 1.0f);
+	for (int i = 0; i < 6; i++)
+		EXPECT_NEAR(d[i], want_d[i], 1e-6);
+
+	/* Without dlogits the stats are the same. */
+	float none[2] = {-1.0f, -1.0f};
+	be->copy_in(bs, none, sizeof(none));
+	be->xent(NULL, bs, bl, by, 2, 3, 0.5f);
+	be->copy_out(stats, bs, sizeof(stats));
+	EXPECT_NEAR(stats[0], 2.54944517, 1e-6);
+	EXPECT(stats[1] == 1.0f);
+
+	/* Large logits must not overflow: {1000, 0, -1000} label 0 has loss ~0. */
+	const float big[3] = {1000.0f, 0.0f, -1000.0f};
+	be->copy_in(bl, big, sizeof(big));
+	be->xent(bd, bs, bl, by + 1, 1, 3, 1.0f);
+	be->copy_out(stats, bs, sizeof(stats));
+	be->copy_out(d, bd, 3 * sizeof(float));
+	EXPECT(isfinite(stats[0]) && stats[0] >= 0.0f && stats[0] < 1e-6f);
+	EXPECT_NEAR(d[0], 0.0, 1e-6);
+	be->free(bl);
+	be->free(bd);
+	be->free(bs);
+	be->free(by);
+}
+
+int main(void)
+{
+	const struct backend *be = backend_cpu();
+	check_matmul(be);
+	check_bias_act(be);
+	check_act_backward(be);
+	check_bias_grad(be);
+	check_xent(be);
+	for (int act = ACT_RELU; act <= ACT_TANH; act++)
+		check_model((enum act_kind)act, 100 + (uint64_t)act);
+	return unit_done("test_gradcheck");
+}

@@ -1,0 +1,146 @@
+/* The default model's parameter registry (names, shapes, aligned flat layout,
+ * signatures) and its Glorot initialisation. */
+#include "backend.h"
+#include "model.h"
+#include "params.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+static void check_registry(const struct model *m)
+{
+	static const struct {
+		const char *name;
+		int ndim;
+		long shape[2];
+	} want[] = {
+		{"dense/kernel", 2, {784, 256}}, {"dense/bias", 1, {256, 0}},
+		{"dense_1/kernel", 2, {256, 256}}, {"dense_1/bias", 1, {256, 0}},
+		{"dense_2/kernel", 2, {256, 10}}, {"dense_2/bias", 1, {10, 0}},
+	};
+	const struct params *reg = &m->reg;
+	EXPECT(reg->n == 6);
+	size_t sum = 0, end = 0;
+	for (int i = 0; i < reg->n && i < 6; i++) {
+		const struct param *p = &reg->p[i];
+		EXPECT_STR(p->name, want[i].name);
+		EXPECT(p->ndim == want[i].ndim);
+		EXPECT(p->shape[0] == want[i].shape[0]);
+		if (want[i].ndim == 2)
+			EXPECT(p->shape[1] == want[i].shape[1]);
+		size_t size = (size_t)want[i].shape[0] * (want[i].ndim == 2 ? want[i].shape[1] : 1);
+		EXPECT(p->size == size);
+		EXPECT(p->offset % 16 == 0);
+		EXPECT(p->offset >= end); /* after the previous variable: increasing, disjoint */
+		end = p->offset + p->size;
+		sum += p->size;
+		EXPECT(strstr(p->name, "replica") == NULL);
+		EXPECT(params_find(reg, want[i].name) == p);
+	}
+	EXPECT(reg->total >= sum);
+	EXPECT(reg->total == end);
+	EXPECT(params_find(reg, "dense_3/kernel") == NULL);
+
+	/* The model's layer table points at the same slots. */
+	EXPECT(m->n_layers == 3);
+	EXPECT(m->layer[0].kernel == reg->p[0].offset && m->layer[0].bias == reg->p[1].offset);
+	EXPECT(m->layer[2].kernel == reg->p[4].offset && m->layer[2].bias == reg->p[5].offset);
+	EXPECT(m->layer[1].in == 256 && m->layer[1].out == 256);
+	EXPECT(m->layer[2].in == 256 && m->layer[2].out == 10);
+}
+
+static void check_names(void)
+{
+	char buf[32];
+	params_layer_name(0, buf, sizeof(buf));
+	EXPECT_STR(buf, "dense");
+	params_layer_name(1, buf, sizeof(buf));
+	EXPECT_STR(buf, "dense_1");
+	params_layer_name(3, buf, sizeof(buf));
+	EXPECT_STR(buf, "dense_3");
+	const long dims[2] = {784, 256};
+	params_shape_text(2, dims, buf, sizeof(buf));
+	EXPECT_STR(buf, "[784,256]");
+	params_shape_text(1, dims, buf, sizeof(buf));
+	EXPECT_STR(buf, "[784]");
+}
+
+static void check_signature(const struct backend *be, const struct model *m)
+{
+	const int same[2] = {256, 256}, other[2] = {256, 128}, deeper[3] = {256, 256, 256};
+	struct model twin, narrow, deep, gelu;
+	model_init(&twin, be, 784, 10, same, 2, ACT_RELU, 1);
+	model_init(&narrow, be, 784, 10, other, 2, ACT_RELU, 1);
+	model_init(&deep, be, 784, 10, deeper, 3, ACT_RELU, 1);
+	model_init(&gelu, be, 784, 10, same, 2, ACT_GELU, 1);
+	char a[4096], b[4096];
+	params_signature(&m->reg, a, sizeof(a));
+	params_signature(&twin.reg, b, sizeof(b));
+	EXPECT_STR(a, b);
+	EXPECT(strstr(a, "dense/kernel[784,256];") == a);
+	EXPECT(strstr(a, "dense_2/bias[10];") != NULL);
+	params_signature(&narrow.reg, b, sizeof(b));
+	EXPECT(strcmp(a, b) != 0);
+	params_signature(&deep.reg, b, sizeof(b));
+	EXPECT(strcmp(a, b) != 0);
+	/* The activation has no variables: same registry. */
+	params_signature(&gelu.reg, b, sizeof(b));
+	EXPECT_STR(a, b);
+	model_free(&twin);
+	model_free(&narrow);
+	model_free(&deep);
+	model_free(&gelu);
+}
+
+static void check_glorot(const struct model *m)
+{
+	size_t P = m->reg.total;
+	float *w1 = malloc(P * sizeof(float)), *w2 = malloc(P * sizeof(float));
+	float *w3 = malloc(P * sizeof(float));
+	model_glorot(m, 42, w1);
+	model_glorot(m, 42, w2);
+	model_glorot(m, 43, w3);
+	EXPECT(memcmp(w1, w2, P * sizeof(float)) == 0);
+	EXPECT(memcmp(w1, w3, P * sizeof(float)) != 0);
+
+	for (int l = 0; l < m->n_layers; l++) {
+		const struct dense *d = &m->layer[l];
+		double limit = sqrt(6.0 / (d->in + d->out));
+		const float *k = w1 + d->kernel, *b = w1 + d->bias;
+		size_t n = (size_t)d->in * d->out, inside = 0, positive = 0;
+		double mx = 0.0, sum = 0.0;
+		for (size_t i = 0; i < n; i++) {
+			inside += fabs(k[i]) <= limit;
+			positive += k[i] > 0.0f;
+			mx = fmax(mx, fabs(k[i]));
+			sum += k[i];
+		}
+		EXPECT(inside == n);
+		/* Uniform over [-limit, limit]: the extremes are nearly reached, the
+		 * signs are balanced and the mean is near 0 (2560+ draws a layer). */
+		EXPECT(mx > 0.98 * limit);
+		EXPECT(positive > 0.45 * n && positive < 0.55 * n);
+		EXPECT(fabs(sum / n) < 0.05 * limit);
+		int zero = 1;
+		for (int j = 0; j < d->out; j++)
+			zero &= b[j] == 0.0f;
+		EXPECT(zero);
+	}
+	free(w1);
+	free(w2);
+	free(w3);
+}
+
+int main(void)
+{
+	const struct backend *be = backend_cpu();
+	const int hidden[2] = {256, 256};
+	struct model m;
+	model_init(&m, be, 784, 10, hidden, 2, ACT_RELU, 1);
+	check_registry(&m);
+	check_names();
+	check_signature(be, &m);
+	check_glorot(&m);
+	model_free(&m);
+	return unit_done("test_registry");
+}
