@@ -10,8 +10,13 @@ struct comm;
 
 struct comm_ops {
 	const char *name; /* "mpi", "nccl" */
-	/* buf (n) = sum of every rank's buf (n), in place, backend memory. */
-	void (*allreduce_sum)(struct comm *c, float *buf, size_t n);
+	/* Starts buf (n) = sum of every rank's buf (n), in place, backend
+	 * memory. Gradient buckets start as soon as backward has made them
+	 * final; the sums are complete only after allreduce_wait. */
+	void (*allreduce_start)(struct comm *c, float *buf, size_t n);
+	/* Completes every started all-reduce: afterwards the backend's next op
+	 * sees the sums. */
+	void (*allreduce_wait)(struct comm *c);
 	/* buf (n) on every rank = buf (n) on root, backend memory. */
 	void (*bcast)(struct comm *c, float *buf, size_t n, int root);
 	/* Releases what the data plane holds; called by comm_finalize. */
@@ -24,6 +29,8 @@ struct comm {
 	int local_rank, local_size; /* on this node, e.g. 1 of 2 */
 	char host[64];
 	void *impl; /* the data plane's own state */
+	float *pending;       /* MPI data plane: buckets merged so far, */
+	size_t pending_n;     /* reduced in one call by allreduce_wait */
 };
 
 /* Starts MPI, fills rank/size/local rank/host with the MPI data plane.

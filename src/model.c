@@ -110,7 +110,7 @@ void model_forward(struct model *m, int rows, float grad_scale, float stats_out[
 	be->copy_out(stats_out, m->stats, 2 * sizeof(float));
 }
 
-void model_backward(struct model *m, int rows)
+void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)
 {
 	const struct backend *be = m->be;
 	const float *dz = m->dlogits; /* (R, O_l) gradient of layer l's output */
@@ -119,6 +119,8 @@ void model_backward(struct model *m, int rows)
 		const float *in = l ? m->a[l - 1] : m->x; /* (R, I_l) */
 		be->matmul(m->g + d->kernel, in, dz, d->in, d->out, rows, 1, 0, 0.0f);
 		be->bias_grad(m->g + d->bias, dz, rows, d->out);
+		if (ready)
+			ready(ctx, m->g + d->kernel, d->bias + (size_t)d->out - d->kernel);
 		if (l == 0)
 			break; /* no gradient for the data */
 		float *da = m->scratch[l & 1]; /* (R, I_l) */

@@ -54,5 +54,9 @@ void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows
  * leaves dlogits = grad_scale * d(loss sum)/d(logits) for model_backward.
  * Fills host stats_out[2] = {loss sum, correct}. */
 void model_forward(struct model *m, int rows, float grad_scale, float stats_out[2]);
-/* Backward pass: every gradient written into its slot of g (overwritten). */
-void model_backward(struct model *m, int rows);
+/* Called by model_backward with each layer's gradients (kernel and bias,
+ * adjacent in g) as soon as they are final, last layer first. */
+typedef void (*grad_ready_fn)(void *ctx, float *g, size_t n);
+/* Backward pass: every gradient written into its slot of g (overwritten);
+ * ready (may be NULL) hears of each layer's as it completes. */
+void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx);

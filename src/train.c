@@ -344,6 +344,13 @@ static void run_eval(struct trainer *t)
 	t->last_eval_step = t->global_step;
 }
 
+/* A layer's gradients are final: start reducing them (grad_ready_fn). */
+static void start_bucket(void *comm, float *g, size_t n)
+{
+	struct comm *c = comm;
+	c->ops->allreduce_start(c, g, n);
+}
+
 /* One optimizer step on this rank's slice of global batch t->pos. */
 static void train_step(struct trainer *t, double sums[2])
 {
@@ -364,9 +371,9 @@ static void train_step(struct trainer *t, double sums[2])
 	sums[0] += stats[0];
 	sums[1] += rows;
 	double t2 = mark(t);
-	model_backward(m, rows);
+	model_backward(m, rows, start_bucket, c);
 	double t3 = mark(t);
-	c->ops->allreduce_sum(c, m->g, m->reg.total);
+	c->ops->allreduce_wait(c);
 	double t4 = mark(t);
 	float lr = optim_lr(cfg, t->global_step, t->total_steps);
 	optim_step(&t->optim, m->w, m->g, t->global_step + 1, lr);
@@ -516,6 +523,9 @@ static void log_start(struct trainer *t)
 	struct config *cfg = t->cfg;
 	char layers[256];
 	config_hidden_text(cfg, layers, sizeof(layers));
+	for (char *p = layers; *p; p++)
+		if (*p == ',')
+			*p = '-';
 	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %d-%s-%d %s, "
 		 "%zu parameters; %s lr %g, batch %d (%d per rank), %ld steps (%ld per epoch)",
 		 MTRAIN_VERSION, t->comm->size, t->comm->size == 1 ? "" : "s", t->be->name,

@@ -70,7 +70,7 @@ static void check_model(enum act_kind act, uint64_t seed)
 
 	float stats[2];
 	model_forward(&m, ROWS, 1.0f, stats);
-	model_backward(&m, ROWS);
+	model_backward(&m, ROWS, NULL, NULL);
 	float *g = malloc(P * sizeof(float));
 	be->copy_out(g, m.g, P * sizeof(float));
 	signed char *base = malloc(n_signs), *plus = malloc(n_signs), *minus = malloc(n_signs);
@@ -114,7 +114,7 @@ static void check_model(enum act_kind act, uint64_t seed)
 
 	/* grad_scale scales every gradient linearly. */
 	model_forward(&m, ROWS, 0.5f, stats);
-	model_backward(&m, ROWS);
+	model_backward(&m, ROWS, NULL, NULL);
 	float *g_half = malloc(P * sizeof(float));
 	be->copy_out(g_half, m.g, P * sizeof(float));
 	int scaled = 1;
@@ -303,8 +303,58 @@ static void check_xent(const struct backend *be)
 	be->free(by);
 }
 
+/* Gradient buckets: model_backward reports each layer's span (kernel then
+ * bias, adjacent) once, last layer first, after that layer's grads are final. */
+struct spans {
+	const struct model *m;
+	int n;
+	float *g[8];
+	size_t len[8];
+	int final[8]; /* the span already held its final values when reported */
+};
+
+static void record_span(void *ctx, float *g, size_t n)
+{
+	struct spans *s = ctx;
+	s->g[s->n] = g;
+	s->len[s->n] = n;
+	s->final[s->n] = g[0] != -1.0f; /* poisoned before backward */
+	s->n++;
+}
+
+static void check_buckets(void)
+{
+	const struct backend *be = backend_cpu();
+	struct model m;
+	int hidden[2] = {7, 6};
+	model_init(&m, be, IN, CLASSES, hidden, 2, ACT_TANH, ROWS);
+	struct rng r;
+	rng_init(&r, 9, 0);
+	model_glorot(&m, 9, m.w);
+	float x[ROWS * IN];
+	int32_t y[ROWS] = {0, 1, 3};
+	for (int i = 0; i < ROWS * IN; i++)
+		x[i] = uniform(&r, -1, 1);
+	model_set_batch(&m, x, y, ROWS);
+	float stats[2];
+	model_forward(&m, ROWS, 1.0f, stats);
+	for (size_t i = 0; i < m.reg.total; i++)
+		m.g[i] = -1.0f;
+	struct spans s = {.m = &m};
+	model_backward(&m, ROWS, record_span, &s);
+	EXPECT(s.n == 3);
+	for (int i = 0; i < s.n && i < 3; i++) {
+		const struct dense *d = &m.layer[2 - i];
+		EXPECT(s.g[i] == m.g + d->kernel);
+		EXPECT(s.len[i] == (size_t)d->in * d->out + (d->bias - d->kernel - (size_t)d->in * d->out) + d->out);
+		EXPECT(s.final[i]);
+	}
+	model_free(&m);
+}
+
 int main(void)
 {
+	check_buckets();
 	const struct backend *be = backend_cpu();
 	check_matmul(be);
 	check_bias_act(be);

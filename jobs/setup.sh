@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what mtrain needs on Debian 12 (as root, only what is missing) and
+# builds it into ./build. Used by the README's two commands and by CI.
+#   jobs/setup.sh            release build
+#   MTRAIN_WERROR=ON jobs/setup.sh   warnings as errors (CI)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
+	libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	if [ "$(id -u)" != 0 ]; then
+		echo "setup: run as root (or sudo) to install these Debian packages" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMTRAIN_WERROR="${MTRAIN_WERROR:-OFF}" >/dev/null
+cmake --build build -j "$(nproc)"
