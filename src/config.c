@@ -51,7 +51,7 @@ static const struct option_def options[] = {
 	{"ema-num-updates", T_BOOL, OFF(ema_num_updates), 0, 1, NULL, "decay = min(decay, (1+step)/(10+step)) (on|off)"},
 	{"ema-sync-every", T_LONG, OFF(ema_sync_every), 1, 1e12, NULL, "steps between broadcasts of rank 0's EMA shadows"},
 	{"ckpt-dir", T_STR, OFF(ckpt_dir), 0, 0, NULL, "checkpoint folder"},
-	{"ckpt-every", T_LONG, OFF(ckpt_every), 0, 1e12, NULL, "steps between checkpoints; 0: end of every epoch and of the run"},
+	{"ckpt-every", T_LONG, OFF(ckpt_every), 0, 1e12, NULL, "steps between checkpoints, besides those at the end of every epoch and of the run; 0: only those"},
 	{"keep", T_INT, OFF(keep), 1, 1e6, NULL, "newest checkpoints kept"},
 	{"resume", T_STR, OFF(resume), 0, 0, NULL, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"},
 	{"log-every", T_LONG, OFF(log_every), 1, 1e12, NULL, "steps between progress lines"},

@@ -26,6 +26,7 @@
 /* Seconds spent per phase, summed over steps (rank-local). */
 struct timing {
 	double data, forward, backward, allreduce, optimizer, ema;
+	double rows; /* rows this rank computed */
 };
 
 struct trainer {
@@ -389,6 +390,7 @@ static void train_step(struct trainer *t, double sums[2])
 	t->t.allreduce += t4 - t3;
 	t->t.optimizer += t5 - t4;
 	t->t.ema += t6 - t5;
+	t->t.rows += rows;
 }
 
 static void build_order(struct trainer *t)
@@ -415,13 +417,12 @@ static void report_timing(struct trainer *t, long steps, double wall)
 		return;
 	double ms = 1e3 / (double)steps;
 	double compute = t->t.forward + t->t.backward;
-	double local_samples = (double)t->cfg->batch / t->comm->size * (double)steps;
 	log_info("timing ms/step data %.3f forward %.3f backward %.3f allreduce %.3f "
 		 "optimizer %.3f ema %.3f total %.3f samples/s %.0f gflops %.2f",
 		 t->t.data * ms, t->t.forward * ms, t->t.backward * ms, t->t.allreduce * ms,
 		 t->t.optimizer * ms, t->t.ema * ms, wall * ms,
 		 (double)t->cfg->batch * (double)steps / wall,
-		 compute > 0 ? flops_per_sample(&t->model) * local_samples / compute * 1e-9 : 0.0);
+		 compute > 0 ? flops_per_sample(&t->model) * t->t.rows / compute * 1e-9 : 0.0);
 }
 
 /* Whether path (a folder when dir) exists writable, or could be created in
