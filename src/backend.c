@@ -1,5 +1,4 @@
-/* The backend registry: maps --device to an implementation, and the shared
- * helpers of check.h. */
+/* The helpers of check.h shared by every library's check macro. */
 #include "backend.h"
 #include "check.h"
 #include "log.h"
@@ -9,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Noreturn void check_fail(const char *lib, const char *call, const char *detail,
-			  const char *file, int line)
+MT_NORETURN void check_fail(const char *lib, const char *call, const char *detail,
+			    const char *file, int line)
 {
-	fprintf(stderr, "mtrain: %s error: %s failed (%s) at %s:%d on rank %d (%s)\n",
-		lib, call, detail, file, line, log_rank(), log_host());
+	char device[32] = "";
+	if (log_device() >= 0)
+		snprintf(device, sizeof(device), ", GPU %d", log_device());
+	fprintf(stderr, "mtrain: %s error: %s failed (%s) at %s:%d on rank %d (%s%s)\n",
+		lib, call, detail, file, line, log_rank(), log_host(), device);
 	fflush(stderr);
 	int inited = 0;
 	MPI_Initialized(&inited);
@@ -43,14 +45,4 @@ void *xcalloc(size_t n, size_t size)
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	ALLOC_CHECK(p);
 	return p;
-}
-
-const struct backend *backend_select(enum device_kind want, const char **why)
-{
-	const struct backend *cuda = backend_cuda_if_available(why);
-	if (want == DEVICE_CUDA)
-		return cuda;
-	if (want == DEVICE_AUTO && cuda)
-		return cuda;
-	return backend_cpu();
 }

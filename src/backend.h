@@ -13,7 +13,14 @@
 
 #include "mathfn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum device_kind { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
+/* Matrix products: fp32 throughout, or bf16 inputs with fp32 accumulation
+ * (weights, optimizer slots and EMA shadows stay fp32 either way). */
+enum precision { PRECISION_FP32, PRECISION_BF16 };
 
 /* Hyper-parameters of one optimizer update, bias corrections precomputed on
  * the host for the step being taken. */
@@ -32,8 +39,9 @@ struct backend {
 	const char *name; /* "cpu", "cuda" */
 
 	/* Memory. alloc returns zeroed backend memory or aborts; free(NULL) is a
-	 * no-op. copy_in/out move bytes between host and backend memory; copy
-	 * moves bytes within backend memory. */
+	 * no-op. copy_in/out move bytes between host and backend memory (src
+	 * may be reused as soon as copy_in returns; copy_out returns with the
+	 * bytes in place); copy moves bytes within backend memory. */
 	void *(*alloc)(size_t bytes);
 	void (*free)(void *p);
 	void (*copy_in)(void *dst, const void *src_host, size_t bytes);
@@ -53,7 +61,7 @@ struct backend {
 	/* dbias (O) = sum over rows of dz (R,O). */
 	void (*bias_grad)(float *dbias, const float *dz, int rows, int cols);
 	/* Softmax cross-entropy of logits (R,C) against labels (R). stats (2)
-	 * receives {sum of losses, number of correct argmax predictions}.
+	 * accumulates {sum of losses, number of correct argmax predictions}.
 	 * When dlogits (R,C) is not NULL it receives scale * (softmax - onehot). */
 	void (*xent)(float *dlogits, float *stats, const float *logits,
 		     const int32_t *labels, int rows, int classes, float scale);
@@ -65,14 +73,22 @@ struct backend {
 	void (*ema_update)(float *shadow, const float *w, size_t n, float decay);
 	/* Waits until every queued op has finished. */
 	void (*synchronize)(void);
+	/* The compute stream (a cudaStream_t) that a device communicator
+	 * orders its collectives against; NULL for host memory. */
+	void *(*stream)(void);
+	/* Sets the precision of matrix products; 0, or -1 if unsupported. */
+	int (*set_precision)(enum precision p);
 };
 
-/* The backend for --device: cuda when asked for (NULL and *why when this
- * build or rank has none), the CPU when asked for, auto: cuda if available,
- * else the CPU. */
-const struct backend *backend_select(enum device_kind want, const char **why);
 /* The CPU reference backend (OpenBLAS sgemm, one thread per rank). */
 const struct backend *backend_cpu(void);
-/* The CUDA backend when this build has one and this rank sees a GPU; NULL
- * otherwise with *why set to a sentence saying which. */
-const struct backend *backend_cuda_if_available(const char **why);
+/* The CUDA backend on GPU local_rank % (visible GPUs), when this build has
+ * one and this rank sees a GPU. NULL otherwise, with *why saying which;
+ * *fatal is set when a GPU exists but cannot be used as asked (more ranks
+ * on this node than GPUs), which is an error even under --device auto. */
+const struct backend *backend_cuda_open(int local_rank, int local_size, const char **why,
+					int *fatal);
+
+#ifdef __cplusplus
+}
+#endif

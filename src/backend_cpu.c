@@ -103,8 +103,8 @@ static void cpu_xent(float *dlogits, float *stats, const float *logits,
 		for (int j = 0; j < classes; j++)
 			dr[j] = scale * (expf(lr[j] - mx) * inv - (j == y ? 1.0f : 0.0f));
 	}
-	stats[0] = (float)loss;
-	stats[1] = (float)correct;
+	stats[0] += (float)loss;
+	stats[1] += (float)correct;
 }
 
 static void cpu_optim_update(float *w, const float *g, float *s1, float *s2,
@@ -138,6 +138,11 @@ static void cpu_ema_update(float *shadow, const float *w, size_t n, float decay)
 
 static void cpu_synchronize(void) {}
 
+static void *cpu_stream(void) { return NULL; }
+
+/* bf16 products are a GPU feature: the CPU computes in fp32 only. */
+static int cpu_set_precision(enum precision p) { return p == PRECISION_FP32 ? 0 : -1; }
+
 const struct backend *backend_cpu(void)
 {
 	static const struct backend cpu = {
@@ -155,6 +160,8 @@ const struct backend *backend_cpu(void)
 		.optim_update = cpu_optim_update,
 		.ema_update = cpu_ema_update,
 		.synchronize = cpu_synchronize,
+		.stream = cpu_stream,
+		.set_precision = cpu_set_precision,
 	};
 	/* Ranks are the parallelism: one BLAS thread each, or 2 ranks on 2 cores
 	 * would fight over 4 threads. */

@@ -4,9 +4,16 @@
 #pragma once
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#define MT_NORETURN [[noreturn]]
+#else
+#define MT_NORETURN _Noreturn
+#endif
+
 /* Prints "mtrain: <lib> error: <call> failed (<detail>) at file:line on rank R
  * (host)" and calls MPI_Abort. Never returns. */
-_Noreturn void check_fail(const char *lib, const char *call, const char *detail,
+MT_NORETURN void check_fail(const char *lib, const char *call, const char *detail,
 			  const char *file, int line);
 
 /* MPI calls return MPI_SUCCESS. */
@@ -40,3 +47,7 @@ const char *mpi_error_text(int rc);
 /* malloc that never returns NULL (aborts through check_fail instead). */
 void *xmalloc(size_t bytes);
 void *xcalloc(size_t n, size_t size);
+
+#ifdef __cplusplus
+}
+#endif

@@ -56,7 +56,9 @@ static const struct option_def options[] = {
 	{"resume", T_STR, OFF(resume), 0, 0, NULL, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"},
 	{"log-every", T_LONG, OFF(log_every), 1, 1e12, NULL, "steps between progress lines"},
 	{"metrics", T_STR, OFF(metrics), 0, 0, NULL, "append JSON-lines metrics to this file (rank 0)"},
-	{"device", T_ENUM, OFF(device), 0, 0, "auto|cpu|cuda", "where each rank computes"},
+	{"device", T_ENUM, OFF(device), 0, 0, "auto|cpu|cuda", "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"},
+	{"precision", T_ENUM, OFF(precision), 0, 0, "fp32|bf16", "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"},
+	{"comm-timeout", T_FLOAT, OFF(comm_timeout), 1, 86400, NULL, "seconds a GPU collective may take before the job aborts with a message"},
 	{"config", T_STR, OFF(config_file), 0, 0, NULL, "key = value file of these options; flags override it"},
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -89,6 +91,8 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->resume, PATH_LEN, "auto");
 	cfg->log_every = 50;
 	cfg->device = DEVICE_AUTO;
+	cfg->precision = PRECISION_FP32;
+	cfg->comm_timeout = 300.0f;
 }
 
 static const char *enum_choice(const char *choices, int index, char *buf, size_t len)

@@ -44,6 +44,8 @@ struct config {
 	long log_every;           /* steps between progress lines, e.g. 50 */
 	char metrics[PATH_LEN];   /* JSON-lines metrics file, "" for none */
 	int device;               /* enum device_kind */
+	int precision;            /* enum precision: matrix products, e.g. PRECISION_FP32 */
+	float comm_timeout;       /* seconds a device collective may take, e.g. 300 */
 	char config_file[PATH_LEN]; /* the --config file, "" for none */
 };
 

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-static int g_rank, g_size = 1;
+static int g_rank, g_size = 1, g_device = -1;
 static char g_host[64] = "?";
 static char g_user_error[16384]; /* several lines for checkpoint mismatches */
 static FILE *g_metrics;
@@ -18,6 +18,8 @@ void log_set_identity(int rank, int size, const char *host)
 }
 
 int log_rank(void) { return g_rank; }
+void log_set_device(int device) { g_device = device; }
+int log_device(void) { return g_device; }
 const char *log_host(void) { return g_host; }
 
 void log_info(const char *fmt, ...)

@@ -4,6 +4,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Exit status for every user error (bad flag, config, data or checkpoint). */
 #define EXIT_USER 2
 
@@ -11,6 +15,9 @@
 void log_set_identity(int rank, int size, const char *host);
 int log_rank(void);
 const char *log_host(void);
+/* The GPU this rank uses, for error lines; -1 (the default) when none. */
+void log_set_device(int device);
+int log_device(void);
 
 /* Prints a line to stdout on rank 0 only. */
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -32,3 +39,7 @@ void user_error_clear(void);
 int metrics_open(const char *path);
 void metrics_write(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void metrics_close(void);
+
+#ifdef __cplusplus
+}
+#endif

@@ -94,7 +94,7 @@ void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows
 	m->be->copy_in(m->y, y, (size_t)rows * sizeof(int32_t));
 }
 
-void model_forward(struct model *m, int rows, float grad_scale, float stats_out[2])
+void model_forward(struct model *m, int rows, float grad_scale)
 {
 	const struct backend *be = m->be;
 	const float *in = m->x;
@@ -107,7 +107,13 @@ void model_forward(struct model *m, int rows, float grad_scale, float stats_out[
 	}
 	be->xent(grad_scale > 0.0f ? m->dlogits : NULL, m->stats, m->z[m->n_layers - 1],
 		 m->y, rows, m->classes, grad_scale);
-	be->copy_out(stats_out, m->stats, 2 * sizeof(float));
+}
+
+void model_take_stats(struct model *m, float out[2])
+{
+	static const float zero[2] = {0.0f, 0.0f};
+	m->be->copy_out(out, m->stats, 2 * sizeof(float));
+	m->be->copy_in(m->stats, zero, sizeof(zero));
 }
 
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)

@@ -37,7 +37,7 @@ struct model {
 	float *a[MODEL_MAX_LAYERS];      /* (R, O_l) activations of hidden layers */
 	float *dlogits;                  /* (R, C) */
 	float *scratch[2];               /* (R, max_width) backward ping-pong */
-	float *stats;                    /* (2) loss sum, correct count */
+	float *stats;                    /* (2) loss sum, correct count, accumulated */
 };
 
 /* Builds the registry (dense/kernel [D,O0], dense/bias [O0], dense_1/...) and
@@ -50,10 +50,14 @@ void model_free(struct model *m);
 void model_glorot(const struct model *m, uint64_t seed, float *host_w);
 /* Loads rows of inputs (R,D) and labels (R) from host memory. */
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows);
-/* Forward pass and loss over the loaded rows. With grad_scale > 0 also
- * leaves dlogits = grad_scale * d(loss sum)/d(logits) for model_backward.
- * Fills host stats_out[2] = {loss sum, correct}. */
-void model_forward(struct model *m, int rows, float grad_scale, float stats_out[2]);
+/* Forward pass and loss over the loaded rows, adding {loss sum, correct}
+ * to the model's stats. With grad_scale > 0 also leaves dlogits =
+ * grad_scale * d(loss sum)/d(logits) for model_backward. Does not wait for
+ * the backend. */
+void model_forward(struct model *m, int rows, float grad_scale);
+/* Host out[2] = the stats summed since the last call (loss sum, correct
+ * count); resets them. Waits for the backend. */
+void model_take_stats(struct model *m, float out[2]);
 /* Called by model_backward with each layer's gradients (kernel and bias,
  * adjacent in g) as soon as they are final, last layer first. */
 typedef void (*grad_ready_fn)(void *ctx, float *g, size_t n);

@@ -314,16 +314,17 @@ static int resume(struct trainer *t)
 static void evaluate(struct model *m, const struct dataset *d, float *hx, int32_t *hy,
 		     struct comm *c, double out[2])
 {
-	double sums[3] = {0, 0, (double)d->n};
+	float before[2], stats[2];
+	model_take_stats(m, before); /* training's, kept for its next line */
 	for (long begin = 0; begin < d->n; begin += m->max_rows) {
 		int rows = (int)(d->n - begin < m->max_rows ? d->n - begin : m->max_rows);
-		float stats[2];
 		dataset_rows(d, begin, rows, hx, hy);
 		model_set_batch(m, hx, hy, rows);
-		model_forward(m, rows, 0.0f, stats);
-		sums[0] += stats[0];
-		sums[1] += stats[1];
+		model_forward(m, rows, 0.0f);
 	}
+	model_take_stats(m, stats);
+	m->be->copy_in(m->stats, before, sizeof(before));
+	double sums[3] = {stats[0], stats[1], (double)d->n};
 	comm_sum_host(c, sums, 3);
 	out[0] = sums[2] ? sums[0] / sums[2] : 0.0;
 	out[1] = sums[2] ? sums[1] / sums[2] : 0.0;
@@ -353,7 +354,7 @@ static void start_bucket(void *comm, float *g, size_t n)
 }
 
 /* One optimizer step on this rank's slice of global batch t->pos. */
-static void train_step(struct trainer *t, double sums[2])
+static void train_step(struct trainer *t, long *rows_since_log)
 {
 	struct config *cfg = t->cfg;
 	struct comm *c = t->comm;
@@ -366,11 +367,9 @@ static void train_step(struct trainer *t, double sums[2])
 	dataset_gather(&t->train, t->perm + lo, rows, t->host_x, t->host_y);
 	model_set_batch(m, t->host_x, t->host_y, rows);
 	double t1 = mark(t);
-	float stats[2];
 	/* Scaling by 1/B here makes the all-reduced sum the global-batch mean. */
-	model_forward(m, rows, 1.0f / (float)cfg->batch, stats);
-	sums[0] += stats[0];
-	sums[1] += rows;
+	model_forward(m, rows, 1.0f / (float)cfg->batch);
+	*rows_since_log += rows;
 	double t2 = mark(t);
 	model_backward(m, rows, start_bucket, c);
 	double t3 = mark(t);
@@ -454,15 +453,41 @@ static int check_writable(const char *flag, const char *path, int dir)
 	return 0;
 }
 
+/* The backend every rank uses, and the communicator's data plane to match:
+ * CUDA + NCCL when asked for, or under auto when every rank sees a GPU;
+ * the CPU + MPI otherwise. NULL after a user error (collective). */
+static const struct backend *select_backend(const struct config *cfg, struct comm *c)
+{
+	const struct backend *cuda = NULL, *be = backend_cpu();
+	const char *why = "";
+	int fatal = 0;
+	if (cfg->device != DEVICE_CPU) {
+		cuda = backend_cuda_open(c->local_rank, c->local_size, &why, &fatal);
+		if (fatal || (cfg->device == DEVICE_CUDA && !cuda))
+			user_error("--device %s: %s", config_device_name(cfg->device), why);
+	}
+	if (comm_user_errors(c))
+		return NULL;
+	int every_rank = !comm_any(c, cuda == NULL);
+	if (cuda && every_rank)
+		be = cuda;
+	else if (cuda)
+		log_info("some ranks see no GPU: every rank computes on the CPU");
+	if (be->set_precision((enum precision)cfg->precision))
+		user_error("--precision bf16: the %s backend computes in fp32 only (use --device cuda)",
+			   be->name);
+	if (comm_user_errors(c))
+		return NULL;
+	comm_attach_device(c, be, cfg->comm_timeout);
+	return be;
+}
+
 static int setup(struct trainer *t)
 {
 	struct config *cfg = t->cfg;
 	struct comm *c = t->comm;
-	const char *why = NULL;
-	t->be = backend_select((enum device_kind)cfg->device, &why);
-	if (!t->be)
-		user_error("--device %s: %s", config_device_name(cfg->device), why);
-	if (comm_user_errors(c) || train_default_data(cfg, c) || load_data(t))
+	t->be = select_backend(cfg, c);
+	if (!t->be || train_default_data(cfg, c) || load_data(t))
 		return -1;
 	t->steps_per_epoch = t->train.n / cfg->batch;
 	t->total_steps = cfg->steps ? cfg->steps : (long)cfg->epochs * t->steps_per_epoch;
@@ -527,9 +552,12 @@ static void log_start(struct trainer *t)
 	for (char *p = layers; *p; p++)
 		if (*p == ',')
 			*p = '-';
+	char backend[64];
+	snprintf(backend, sizeof(backend), "%s%s", t->be->name,
+		 cfg->precision == PRECISION_BF16 ? " bf16" : "");
 	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %d-%s-%d %s, "
 		 "%zu parameters; %s lr %g, batch %d (%d per rank), %ld steps (%ld per epoch)",
-		 MTRAIN_VERSION, t->comm->size, t->comm->size == 1 ? "" : "s", t->be->name,
+		 MTRAIN_VERSION, t->comm->size, t->comm->size == 1 ? "" : "s", backend,
 		 t->comm->ops->name, t->train.dim, layers, t->train.classes,
 		 config_act_name(cfg->act), t->model.reg.total, config_optim_name(cfg->optim),
 		 cfg->lr, cfg->batch, (cfg->batch + t->comm->size - 1) / t->comm->size,
@@ -543,12 +571,12 @@ static int train_loop(struct trainer *t)
 	struct config *cfg = t->cfg;
 	struct comm *c = t->comm;
 	long first_step = t->global_step, interval_steps = 0;
-	double sums[2] = {0, 0}; /* this rank's loss sum and rows since the last line */
+	long rows = 0; /* this rank's rows since the last progress line */
 	double t_start = now(), t_interval = t_start;
 	if (t->global_step < t->total_steps)
 		build_order(t);
 	while (t->global_step < t->total_steps) {
-		train_step(t, sums);
+		train_step(t, &rows);
 		interval_steps++;
 		t->pos++;
 		int epoch_end = t->pos == t->steps_per_epoch;
@@ -558,6 +586,9 @@ static int train_loop(struct trainer *t)
 		}
 		int last = t->global_step == t->total_steps;
 		if (t->global_step % cfg->log_every == 0 || last) {
+			float stats[2];
+			model_take_stats(&t->model, stats);
+			double sums[2] = {stats[0], (double)rows};
 			comm_sum_host(c, sums, 2);
 			double tn = now(), dt = tn - t_interval;
 			double per_step = dt / (double)interval_steps;
@@ -568,7 +599,7 @@ static int train_loop(struct trainer *t)
 			metrics_write("{\"event\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.6f,"
 				      "\"samples_per_s\":%.1f}",
 				      t->global_step, t->epoch, sums[0] / sums[1], sums[1] / dt);
-			sums[0] = sums[1] = 0;
+			rows = 0;
 			interval_steps = 0;
 			t_interval = tn;
 		}
@@ -639,11 +670,10 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 	memset(&t, 0, sizeof(t));
 	t.cfg = &cfg;
 	t.comm = c;
-	const char *why = NULL;
-	t.be = backend_select((enum device_kind)device, &why);
+	t.be = select_backend(&cfg, c);
 	if (!t.be)
-		user_error("--device %s: %s", config_device_name(device), why);
-	else if (!cfg.eval_data[0] || !strcmp(cfg.eval_data, "none"))
+		return EXIT_USER;
+	if (!cfg.eval_data[0] || !strcmp(cfg.eval_data, "none"))
 		user_error("%s: the checkpoint names no eval data; pass --eval-data FILE", ckpt);
 	else if (dataset_load(&t.eval, cfg.eval_data, c->rank, c->size) == 0 &&
 		 t.eval.dim != dims[0])

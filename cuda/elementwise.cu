@@ -1,0 +1,94 @@
+/* Element-wise kernels: bias + activation, activation backward, optimizer
+ * updates and the EMA step. The math is mathfn.h's, shared with the CPU:
+ *   z += bias; a = act(z)          dz = act'(z) * da
+ *   w = sgd/momentum/adam_step(w, g, slots)
+ *   shadow = shadow - (1 - d) * (shadow - w) */
+#include "cuda_check.h"
+#include "kernels.h"
+#include "mathfn.h"
+
+#define THREADS 256
+
+static unsigned blocks_for(size_t n)
+{
+	return (unsigned)((n + THREADS - 1) / THREADS);
+}
+
+__global__ void bias_act_kernel(float *a, float *z, const float *bias, int rows, int cols,
+				enum act_kind act)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i >= (size_t)rows * cols)
+		return;
+	float v = z[i] + bias[i % cols];
+	z[i] = v;
+	if (a)
+		a[i] = act_fwd(act, v);
+}
+
+__global__ void act_backward_kernel(float *dz, const float *da, const float *z, size_t n,
+				    enum act_kind act)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		dz[i] = act_bwd(act, z[i], da[i]);
+}
+
+__global__ void optim_kernel(float *w, const float *g, float *s1, float *s2, size_t n,
+			     struct optim_hp h)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	switch (h.kind) {
+	case OPTIM_SGD:
+		w[i] = sgd_step(w[i], g[i], h.lr, h.weight_decay);
+		break;
+	case OPTIM_MOMENTUM:
+		w[i] = momentum_step(w[i], g[i], &s1[i], h.lr, h.momentum, h.nesterov,
+				     h.weight_decay);
+		break;
+	default:
+		w[i] = adam_step(w[i], g[i], &s1[i], &s2[i], h.lr, h.beta1, h.beta2, h.eps,
+				 h.weight_decay, h.bc1, h.bc2, h.kind == OPTIM_ADAMW);
+	}
+}
+
+__global__ void ema_kernel(float *shadow, const float *w, size_t n, float decay)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		shadow[i] = ema_step(shadow[i], w[i], decay);
+}
+
+void cuda_bias_act(float *a, float *z, const float *bias, int rows, int cols,
+		   enum act_kind act, cudaStream_t s)
+{
+	size_t n = (size_t)rows * cols;
+	if (!n)
+		return;
+	bias_act_kernel<<<blocks_for(n), THREADS, 0, s>>>(a, z, bias, rows, cols, act);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_act_backward(float *dz, const float *da, const float *z, size_t n,
+		       enum act_kind act, cudaStream_t s)
+{
+	if (!n)
+		return;
+	act_backward_kernel<<<blocks_for(n), THREADS, 0, s>>>(dz, da, z, n, act);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_optim_update(float *w, const float *g, float *slot1, float *slot2, size_t n,
+		       const struct optim_hp *hp, cudaStream_t s)
+{
+	optim_kernel<<<blocks_for(n), THREADS, 0, s>>>(w, g, slot1, slot2, n, *hp);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaStream_t s)
+{
+	ema_kernel<<<blocks_for(n), THREADS, 0, s>>>(shadow, w, n, decay);
+	CUDA_CHECK_LAUNCH();
+}

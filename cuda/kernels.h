@@ -1,0 +1,20 @@
+/* Launchers of the CUDA backend's kernels. Each has the signature of its CPU
+ * twin in src/backend_cpu.c plus the stream: outputs first, then const
+ * inputs, then sizes, then the stream. */
+#pragma once
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+void cuda_bias_act(float *a, float *z, const float *bias, int rows, int cols,
+		   enum act_kind act, cudaStream_t s);
+void cuda_act_backward(float *dz, const float *da, const float *z, size_t n,
+		       enum act_kind act, cudaStream_t s);
+void cuda_bias_grad(float *dbias, const float *dz, int rows, int cols, cudaStream_t s);
+void cuda_xent(float *dlogits, float *stats, const float *logits, const int32_t *labels,
+	       int rows, int classes, float scale, cudaStream_t s);
+void cuda_optim_update(float *w, const float *g, float *slot1, float *slot2, size_t n,
+		       const struct optim_hp *hp, cudaStream_t s);
+void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaStream_t s);

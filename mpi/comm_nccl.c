@@ -1,0 +1,176 @@
+/* The NCCL data plane of the communicator, for device memory. Rank 0 makes
+ * the unique id and broadcasts it with MPI; every rank joins one NCCL
+ * communicator spanning every GPU of the job. Collectives run on their own
+ * stream, ordered after the compute stream with events, so gradient buckets
+ * reduce while backward goes on. Every wait polls ncclCommGetAsyncError and
+ * gives up after the timeout: ncclCommAbort, a line naming the rank and the
+ * operation, then MPI_Abort. No hang without a message. */
+#include "comm.h"
+#include "backend.h"
+#include "check.h"
+#include "log.h"
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NCCL_CHECK(call)                                                       \
+	do {                                                                   \
+		ncclResult_t nccl_check_rc_ = (call);                          \
+		if (nccl_check_rc_ != ncclSuccess && nccl_check_rc_ != ncclInProgress) \
+			check_fail("NCCL", #call, ncclGetErrorString(nccl_check_rc_), \
+				   __FILE__, __LINE__);                        \
+	} while (0)
+
+#define CUDA_CHECK(call)                                                       \
+	do {                                                                   \
+		cudaError_t cuda_check_rc_ = (call);                           \
+		if (cuda_check_rc_ != cudaSuccess)                             \
+			check_fail("CUDA", #call, cudaGetErrorString(cuda_check_rc_), \
+				   __FILE__, __LINE__);                        \
+	} while (0)
+
+struct nccl_state {
+	ncclComm_t comm;
+	cudaStream_t compute;   /* the backend's */
+	cudaStream_t stream;    /* collectives */
+	cudaEvent_t computed;   /* compute stream reached a bucket */
+	cudaEvent_t reduced;    /* collectives done */
+	double timeout;         /* seconds, e.g. 300 */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Gives up on a collective: abort NCCL, say who and what, abort MPI. */
+static _Noreturn void give_up(struct comm *c, struct nccl_state *s, const char *op,
+			      const char *why)
+{
+	ncclCommAbort(s->comm);
+	fprintf(stderr, "mtrain: error: rank %d on %s: NCCL %s %s; aborting the job\n", c->rank,
+		c->host, op, why);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+	exit(1);
+}
+
+/* Polls until the communicator has no operation in progress (a non-blocking
+ * communicator returns ncclInProgress from its calls). */
+static void settle(struct comm *c, struct nccl_state *s, const char *op)
+{
+	double start = now();
+	for (;;) {
+		ncclResult_t e = ncclSuccess;
+		NCCL_CHECK(ncclCommGetAsyncError(s->comm, &e));
+		if (e == ncclSuccess)
+			return;
+		if (e != ncclInProgress)
+			give_up(c, s, op, ncclGetErrorString(e));
+		if (now() - start > s->timeout)
+			give_up(c, s, op, "did not complete within --comm-timeout");
+	}
+}
+
+/* Waits on the host until every collective queued so far has finished. */
+static void wait_collectives(struct comm *c, struct nccl_state *s, const char *op)
+{
+	CUDA_CHECK(cudaEventRecord(s->reduced, s->stream));
+	double start = now();
+	for (;;) {
+		cudaError_t q = cudaEventQuery(s->reduced);
+		if (q == cudaSuccess)
+			break;
+		if (q != cudaErrorNotReady)
+			CUDA_CHECK(q);
+		ncclResult_t e = ncclSuccess;
+		NCCL_CHECK(ncclCommGetAsyncError(s->comm, &e));
+		if (e != ncclSuccess && e != ncclInProgress)
+			give_up(c, s, op, ncclGetErrorString(e));
+		if (now() - start > s->timeout)
+			give_up(c, s, op, "did not complete within --comm-timeout");
+	}
+	/* Later compute reads the sums. */
+	CUDA_CHECK(cudaStreamWaitEvent(s->compute, s->reduced, 0));
+}
+
+/* The collective stream starts only once compute has produced the data. */
+static void after_compute(struct nccl_state *s)
+{
+	CUDA_CHECK(cudaEventRecord(s->computed, s->compute));
+	CUDA_CHECK(cudaStreamWaitEvent(s->stream, s->computed, 0));
+}
+
+static void nccl_allreduce_start(struct comm *c, float *buf, size_t n)
+{
+	struct nccl_state *s = c->impl;
+	after_compute(s);
+	NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, s->comm, s->stream));
+	settle(c, s, "all-reduce");
+}
+
+static void nccl_allreduce_wait(struct comm *c)
+{
+	wait_collectives(c, c->impl, "all-reduce");
+}
+
+static void nccl_bcast(struct comm *c, float *buf, size_t n, int root)
+{
+	struct nccl_state *s = c->impl;
+	after_compute(s);
+	NCCL_CHECK(ncclBroadcast(buf, buf, n, ncclFloat, root, s->comm, s->stream));
+	settle(c, s, "broadcast");
+	wait_collectives(c, s, "broadcast");
+}
+
+static void nccl_release(struct comm *c)
+{
+	struct nccl_state *s = c->impl;
+	if (!s)
+		return;
+	ncclCommDestroy(s->comm);
+	cudaEventDestroy(s->computed);
+	cudaEventDestroy(s->reduced);
+	cudaStreamDestroy(s->stream);
+	free(s);
+	c->impl = NULL;
+}
+
+static const struct comm_ops nccl_ops = {
+	.name = "nccl",
+	.allreduce_start = nccl_allreduce_start,
+	.allreduce_wait = nccl_allreduce_wait,
+	.bcast = nccl_bcast,
+	.release = nccl_release,
+};
+
+int comm_attach_device(struct comm *c, const struct backend *be, double timeout)
+{
+	void *compute = be->stream ? be->stream() : NULL;
+	if (!compute)
+		return 0; /* host memory: MPI stays */
+	struct nccl_state *s = xcalloc(1, sizeof(*s));
+	s->compute = (cudaStream_t)compute;
+	s->timeout = timeout;
+	ncclUniqueId id;
+	if (c->rank == 0)
+		NCCL_CHECK(ncclGetUniqueId(&id));
+	comm_bcast_host(c, &id, sizeof(id), 0);
+	/* Non-blocking, so that a rank that never joins times out with a message. */
+	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+	config.blocking = 0;
+	NCCL_CHECK(ncclCommInitRankConfig(&s->comm, c->size, id, c->rank, &config));
+	c->impl = s;
+	settle(c, s, "communicator start-up");
+	CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+	CUDA_CHECK(cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming));
+	CUDA_CHECK(cudaEventCreateWithFlags(&s->reduced, cudaEventDisableTiming));
+	c->ops = &nccl_ops;
+	return 0;
+}
