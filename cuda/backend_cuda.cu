@@ -128,6 +128,12 @@ static struct backend cuda_table = {
 	cu_set_precision,
 };
 
+extern "C" int backend_cuda_devices(void)
+{
+	int count = 0;
+	return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
 extern "C" const struct backend *backend_cuda_open(int local_rank, int local_size,
 						     const char **why, int *fatal)
 {

@@ -1,11 +1,11 @@
 /* Reductions: bias gradients (column sums) and softmax cross-entropy. Both
  * sum in a fixed order, so results are the same run after run.
  *   dbias[j] = sum_r dz[r, j]
- *   loss_r = log(sum_j exp(l_rj - max_r)) - (l_r,y - max_r)
- *   dlogits[r, j] = scale * (softmax_rj - [j == y_r])
+ *   loss_r, dlogits_r = xent_row(logits_r) (mathfn.h, shared with the CPU)
  *   stats += {sum_r loss_r, #(argmax_r == y_r)} */
 #include "cuda_check.h"
 #include "kernels.h"
+#include "mathfn.h"
 
 #define THREADS 256
 
@@ -31,26 +31,10 @@ __global__ void xent_kernel(float *dlogits, float *stats, const float *logits,
 	double loss = 0.0;
 	int correct = 0;
 	for (int r = threadIdx.x; r < rows; r += THREADS) {
-		const float *lr = logits + (size_t)r * classes;
-		int best = 0;
-		float mx = lr[0];
-		for (int j = 1; j < classes; j++)
-			if (lr[j] > mx) {
-				mx = lr[j];
-				best = j;
-			}
-		float sum = 0.0f;
-		for (int j = 0; j < classes; j++)
-			sum += expf(lr[j] - mx);
-		int y = labels[r];
-		loss += (double)(logf(sum) - (lr[y] - mx));
-		correct += best == y;
-		if (!dlogits)
-			continue;
-		float inv = 1.0f / sum;
-		for (int j = 0; j < classes; j++)
-			dlogits[(size_t)r * classes + j] =
-				scale * (expf(lr[j] - mx) * inv - (j == y ? 1.0f : 0.0f));
+		int hit;
+		loss += xent_row(logits + (size_t)r * classes, classes, labels[r], scale,
+				 dlogits ? dlogits + (size_t)r * classes : NULL, &hit);
+		correct += hit;
 	}
 	loss_part[threadIdx.x] = loss;
 	correct_part[threadIdx.x] = correct;

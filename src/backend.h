@@ -88,6 +88,8 @@ const struct backend *backend_cpu(void);
  * on this node than GPUs), which is an error even under --device auto. */
 const struct backend *backend_cuda_open(int local_rank, int local_size, const char **why,
 					int *fatal);
+/* GPUs visible to this process (0 without CUDA or without a driver). */
+int backend_cuda_devices(void);
 
 #ifdef __cplusplus
 }

@@ -82,26 +82,10 @@ static void cpu_xent(float *dlogits, float *stats, const float *logits,
 	double loss = 0.0;
 	int correct = 0;
 	for (int r = 0; r < rows; r++) {
-		const float *lr = logits + (size_t)r * classes;
-		int best = 0;
-		float mx = lr[0];
-		for (int j = 1; j < classes; j++)
-			if (lr[j] > mx) {
-				mx = lr[j];
-				best = j;
-			}
-		float sum = 0.0f;
-		for (int j = 0; j < classes; j++)
-			sum += expf(lr[j] - mx);
-		int y = labels[r];
-		loss += (double)(logf(sum) - (lr[y] - mx));
-		correct += best == y;
-		if (!dlogits)
-			continue;
-		float *dr = dlogits + (size_t)r * classes;
-		float inv = 1.0f / sum;
-		for (int j = 0; j < classes; j++)
-			dr[j] = scale * (expf(lr[j] - mx) * inv - (j == y ? 1.0f : 0.0f));
+		int hit;
+		loss += xent_row(logits + (size_t)r * classes, classes, labels[r], scale,
+				 dlogits ? dlogits + (size_t)r * classes : NULL, &hit);
+		correct += hit;
 	}
 	stats[0] += (float)loss;
 	stats[1] += (float)correct;

@@ -40,6 +40,31 @@ MT_FN float act_bwd(enum act_kind act, float x, float dy)
 	}
 }
 
+/* Softmax cross-entropy of one row of logits l (C) against class y: returns
+ * log(sum exp(l - max)) - (l[y] - max), sets *correct to whether the argmax
+ * is y, and, unless dl is NULL, writes dl (C) = scale * (softmax - onehot). */
+MT_FN float xent_row(const float *l, int classes, int y, float scale, float *dl,
+		     int *correct)
+{
+	int best = 0;
+	float mx = l[0];
+	for (int j = 1; j < classes; j++)
+		if (l[j] > mx) {
+			mx = l[j];
+			best = j;
+		}
+	float sum = 0.0f;
+	for (int j = 0; j < classes; j++)
+		sum += expf(l[j] - mx);
+	*correct = best == y;
+	if (dl) {
+		float inv = 1.0f / sum;
+		for (int j = 0; j < classes; j++)
+			dl[j] = scale * (expf(l[j] - mx) * inv - (j == y ? 1.0f : 0.0f));
+	}
+	return logf(sum) - (l[y] - mx);
+}
+
 /* One SGD step with coupled L2 weight decay (PyTorch's SGD). */
 MT_FN float sgd_step(float w, float g, float lr, float wd)
 {

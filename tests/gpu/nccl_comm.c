@@ -1,0 +1,58 @@
+/* The NCCL communicator on device memory, one GPU per rank (run under
+ * mpirun with as many ranks as GPUs): all-reduce in buckets, then broadcast,
+ * checked value by value. Skips (77) without a GPU. */
+#include "comm.h"
+#include "gpu.h"
+#include "unit.h"
+
+#include <mpi.h>
+#include <string.h>
+
+#define N 1000003 /* odd, and large enough for NCCL's ring to chunk */
+
+int main(int argc, char **argv)
+{
+	struct comm c;
+	comm_init(&c, &argc, &argv);
+	const char *why = "";
+	int fatal = 0;
+	const struct backend *be = backend_cuda_open(c.local_rank, c.local_size, &why, &fatal);
+	int skip = comm_any(&c, be == NULL);
+	if (skip) {
+		if (c.rank == 0)
+			printf("nccl_comm: %s: %s\n", fatal ? "FAILED" : "SKIPPED", why);
+		comm_finalize(&c);
+		return fatal ? 1 : SKIP_CODE;
+	}
+	comm_attach_device(&c, be, 60.0);
+	EXPECT(!strcmp(c.ops->name, "nccl"));
+	float *h = malloc(N * sizeof(float)), *d = be->alloc(N * sizeof(float));
+	for (size_t i = 0; i < N; i++)
+		h[i] = (float)(c.rank + 1) * (float)(i % 7);
+	be->copy_in(d, h, N * sizeof(float));
+	/* Two buckets, started back to back, completed by one wait. */
+	c.ops->allreduce_start(&c, d + N / 2, N - N / 2);
+	c.ops->allreduce_start(&c, d, N / 2);
+	c.ops->allreduce_wait(&c);
+	be->copy_out(h, d, N * sizeof(float));
+	float ranks_sum = (float)c.size * (float)(c.size + 1) / 2.0f;
+	int wrong = 0;
+	for (size_t i = 0; i < N; i++)
+		wrong += h[i] != ranks_sum * (float)(i % 7);
+	EXPECT(wrong == 0);
+	for (size_t i = 0; i < N; i++)
+		h[i] = c.rank == 0 ? (float)i : -1.0f;
+	be->copy_in(d, h, N * sizeof(float));
+	c.ops->bcast(&c, d, N, 0);
+	be->copy_out(h, d, N * sizeof(float));
+	wrong = 0;
+	for (size_t i = 0; i < N; i++)
+		wrong += h[i] != (float)i;
+	EXPECT(wrong == 0);
+	be->free(d);
+	free(h);
+	int status = unit_done("nccl_comm");
+	int any_bad = comm_any(&c, status != 0);
+	comm_finalize(&c);
+	return any_bad;
+}

@@ -1,0 +1,194 @@
+/* Every op of the CUDA backend against the CPU backend on fresh random
+ * inputs: fp32 within 1e-5 relative (normwise: max |gpu - cpu| / max |cpu|,
+ * TF32 off), bf16 matrix products within 2e-2. Skips (77) without a GPU. */
+#include "gpu.h"
+#include "rng.h"
+#include "unit.h"
+
+#include <math.h>
+#include <string.h>
+
+#define TOL_FP32 1e-5
+#define TOL_BF16 2e-2
+
+static struct rng r;
+static const struct backend *cpu, *gpu;
+
+static float *random_host(size_t n, float lo, float hi)
+{
+	float *h = malloc(n * sizeof(float));
+	for (size_t i = 0; i < n; i++)
+		h[i] = lo + (hi - lo) * rng_uniform(&r);
+	return h;
+}
+
+/* A buffer holding the same host values on each backend. */
+struct pair {
+	float *c, *g;
+	size_t n;
+};
+
+static struct pair upload(const float *h, size_t n)
+{
+	struct pair p = {cpu->alloc(n * sizeof(float)), gpu->alloc(n * sizeof(float)), n};
+	cpu->copy_in(p.c, h, n * sizeof(float));
+	gpu->copy_in(p.g, h, n * sizeof(float));
+	return p;
+}
+
+static struct pair random_pair(size_t n, float lo, float hi)
+{
+	float *h = random_host(n, lo, hi);
+	struct pair p = upload(h, n);
+	free(h);
+	return p;
+}
+
+static void release(struct pair p)
+{
+	cpu->free(p.c);
+	gpu->free(p.g);
+}
+
+/* Normwise relative difference of the GPU result from the CPU one. */
+static double diff(struct pair p)
+{
+	float *g = malloc(p.n * sizeof(float));
+	gpu->copy_out(g, p.g, p.n * sizeof(float));
+	double num = 0, den = 0;
+	for (size_t i = 0; i < p.n; i++) {
+		num = fmax(num, fabs((double)g[i] - p.c[i]));
+		den = fmax(den, fabs((double)p.c[i]));
+	}
+	free(g);
+	return den > 0 ? num / den : num;
+}
+
+#define EXPECT_CLOSE(p, tol, what)                                             \
+	do {                                                                   \
+		double d_ = diff(p);                                           \
+		if (d_ > (tol))                                                \
+			fprintf(stderr, "%s: relative difference %g\n", what, d_); \
+		EXPECT(d_ <= (tol));                                           \
+	} while (0)
+
+static void check_matmul(enum precision prec, double tol)
+{
+	const int shapes[][3] = {{64, 256, 784}, {784, 256, 64}, {7, 5, 3}, {129, 33, 257}};
+	gpu->set_precision(prec);
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+		for (int t = 0; t < 4; t++) {
+			int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+			struct pair a = random_pair((size_t)m * k, -1, 1);
+			struct pair b = random_pair((size_t)k * n, -1, 1);
+			struct pair c = random_pair((size_t)m * n, -1, 1);
+			float beta = t == 3 ? 1.0f : 0.0f; /* beta = 1 accumulates */
+			cpu->matmul(c.c, a.c, b.c, m, n, k, t & 1, t >> 1 & 1, beta);
+			gpu->matmul(c.g, a.g, b.g, m, n, k, t & 1, t >> 1 & 1, beta);
+			char what[96];
+			snprintf(what, sizeof(what), "matmul %s %dx%dx%d ta=%d tb=%d",
+				 prec == PRECISION_BF16 ? "bf16" : "fp32", m, n, k, t & 1, t >> 1 & 1);
+			EXPECT_CLOSE(c, tol, what);
+			release(a);
+			release(b);
+			release(c);
+		}
+	gpu->set_precision(PRECISION_FP32);
+}
+
+static void check_elementwise(void)
+{
+	const int rows = 67, cols = 130;
+	size_t n = (size_t)rows * cols;
+	for (int act = ACT_RELU; act <= ACT_TANH; act++) {
+		struct pair z = random_pair(n, -3, 3), a = random_pair(n, 0, 1);
+		struct pair b = random_pair(cols, -1, 1), da = random_pair(n, -1, 1);
+		struct pair dz = random_pair(n, 0, 1);
+		cpu->bias_act(a.c, z.c, b.c, rows, cols, (enum act_kind)act);
+		gpu->bias_act(a.g, z.g, b.g, rows, cols, (enum act_kind)act);
+		EXPECT_CLOSE(z, TOL_FP32, "bias_act z");
+		EXPECT_CLOSE(a, TOL_FP32, "bias_act a");
+		cpu->act_backward(dz.c, da.c, z.c, n, (enum act_kind)act);
+		gpu->act_backward(dz.g, da.g, z.g, n, (enum act_kind)act);
+		EXPECT_CLOSE(dz, TOL_FP32, "act_backward");
+		release(z), release(a), release(b), release(da), release(dz);
+	}
+	struct pair dz = random_pair(n, -1, 1), db = random_pair(cols, 0, 1);
+	cpu->bias_grad(db.c, dz.c, rows, cols);
+	gpu->bias_grad(db.g, dz.g, rows, cols);
+	EXPECT_CLOSE(db, TOL_FP32, "bias_grad");
+	release(dz), release(db);
+}
+
+static void check_xent(void)
+{
+	const int rows = 300, classes = 10;
+	struct pair logits = random_pair((size_t)rows * classes, -4, 4);
+	struct pair dl = random_pair((size_t)rows * classes, 0, 1);
+	float zero[2] = {0, 0}, hc[2], hg[2];
+	struct pair stats = upload(zero, 2);
+	int32_t y[rows];
+	for (int i = 0; i < rows; i++)
+		y[i] = (int32_t)rng_below(&r, classes);
+	int32_t *yc = cpu->alloc(sizeof(y)), *yg = gpu->alloc(sizeof(y));
+	cpu->copy_in(yc, y, sizeof(y));
+	gpu->copy_in(yg, y, sizeof(y));
+	cpu->xent(dl.c, stats.c, logits.c, yc, rows, classes, 1.0f / rows);
+	gpu->xent(dl.g, stats.g, logits.g, yg, rows, classes, 1.0f / rows);
+	EXPECT_CLOSE(dl, TOL_FP32, "xent dlogits");
+	cpu->copy_out(hc, stats.c, sizeof(hc));
+	gpu->copy_out(hg, stats.g, sizeof(hg));
+	EXPECT_NEAR(hg[0], hc[0], TOL_FP32);
+	EXPECT(hg[1] == hc[1]);
+	release(logits), release(dl), release(stats);
+	cpu->free(yc);
+	gpu->free(yg);
+}
+
+static void check_optim_ema(void)
+{
+	const size_t n = 100003;
+	for (int kind = OPTIM_SGD; kind <= OPTIM_ADAMW; kind++) {
+		struct optim_hp hp = {.kind = (enum optim_kind)kind, .lr = 1e-2f, .momentum = 0.9f,
+				      .nesterov = kind == OPTIM_MOMENTUM, .beta1 = 0.9f,
+				      .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f};
+		struct pair w = random_pair(n, -1, 1), g = random_pair(n, -1, 1);
+		struct pair s1 = random_pair(n, -0.1f, 0.1f), s2 = random_pair(n, 0, 0.01f);
+		for (long t = 1; t <= 3; t++) {
+			hp.bc1 = 1.0f - powf(hp.beta1, (float)t);
+			hp.bc2 = 1.0f - powf(hp.beta2, (float)t);
+			cpu->optim_update(w.c, g.c, s1.c, s2.c, n, &hp);
+			gpu->optim_update(w.g, g.g, s1.g, s2.g, n, &hp);
+		}
+		EXPECT_CLOSE(w, TOL_FP32, "optimizer weights");
+		EXPECT_CLOSE(s1, TOL_FP32, "optimizer slot 1");
+		EXPECT_CLOSE(s2, TOL_FP32, "optimizer slot 2");
+		release(w), release(g), release(s1), release(s2);
+	}
+	struct pair shadow = random_pair(n, -1, 1), w = random_pair(n, -1, 1);
+	for (int t = 0; t < 5; t++) {
+		cpu->ema_update(shadow.c, w.c, n, 0.9f);
+		gpu->ema_update(shadow.g, w.g, n, 0.9f);
+	}
+	EXPECT_CLOSE(shadow, TOL_FP32, "ema_update");
+	/* copy within device memory */
+	gpu->copy(shadow.g, w.g, n * sizeof(float));
+	cpu->copy(shadow.c, w.c, n * sizeof(float));
+	EXPECT(diff(shadow) == 0.0);
+	release(shadow), release(w);
+}
+
+int main(void)
+{
+	gpu = gpu_or_skip("test_backend_ops", 0, 1);
+	cpu = backend_cpu();
+	rng_init(&r, 2024, 0);
+	EXPECT(gpu->stream() != NULL);
+	EXPECT(gpu->set_precision(PRECISION_BF16) == 0);
+	check_matmul(PRECISION_FP32, TOL_FP32);
+	check_matmul(PRECISION_BF16, TOL_BF16);
+	check_elementwise();
+	check_xent();
+	check_optim_ema();
+	return unit_done("test_backend_ops");
+}
