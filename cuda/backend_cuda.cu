@@ -31,11 +31,13 @@ static void cu_free(void *p)
 		CUDA_CHECK(cudaFree(p));
 }
 
-/* From pageable host memory the call returns once src is staged, so the
- * caller may reuse src at once, as the interface promises. */
+/* The interface lets the caller reuse src at once, and an asynchronous copy
+ * from pageable memory only might have staged it on return: wait. Each
+ * step's host already waits on its all-reduce, so this costs little. */
 static void cu_copy_in(void *dst, const void *src, size_t bytes)
 {
 	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g.stream));
+	CUDA_CHECK(cudaStreamSynchronize(g.stream));
 }
 
 static void cu_copy_out(void *dst, const void *src, size_t bytes)
@@ -109,6 +111,12 @@ static int cu_set_precision(enum precision p)
 	return 0;
 }
 
+static int cu_device_id(char *buf, int len)
+{
+	CUDA_CHECK(cudaDeviceGetPCIBusId(buf, len, g.device));
+	return 0;
+}
+
 static struct backend cuda_table = {
 	"cuda",
 	cu_alloc,
@@ -126,6 +134,7 @@ static struct backend cuda_table = {
 	cu_synchronize,
 	cu_stream,
 	cu_set_precision,
+	cu_device_id,
 };
 
 extern "C" int backend_cuda_devices(void)
@@ -150,16 +159,7 @@ extern "C" const struct backend *backend_cuda_open(int local_rank, int local_siz
 		*why = reason;
 		return NULL;
 	}
-	if (local_size > count) {
-		snprintf(reason, sizeof(reason),
-			 "%d ranks on this node but %d visible GPU%s: two ranks would share a GPU; "
-			 "start at most one rank per GPU (check CUDA_VISIBLE_DEVICES)",
-			 local_size, count, count == 1 ? "" : "s");
-		*why = reason;
-		*fatal = 1;
-		return NULL;
-	}
-	g.device = local_rank % count;
+	g.device = count == 1 ? 0 : local_rank % count;
 	CUDA_CHECK(cudaSetDevice(g.device));
 	log_set_device(g.device);
 	CUDA_CHECK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));

@@ -83,12 +83,16 @@ void cuda_act_backward(float *dz, const float *da, const float *z, size_t n,
 void cuda_optim_update(float *w, const float *g, float *slot1, float *slot2, size_t n,
 		       const struct optim_hp *hp, cudaStream_t s)
 {
+	if (!n)
+		return;
 	optim_kernel<<<blocks_for(n), THREADS, 0, s>>>(w, g, slot1, slot2, n, *hp);
 	CUDA_CHECK_LAUNCH();
 }
 
 void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaStream_t s)
 {
+	if (!n)
+		return;
 	ema_kernel<<<blocks_for(n), THREADS, 0, s>>>(shadow, w, n, decay);
 	CUDA_CHECK_LAUNCH();
 }

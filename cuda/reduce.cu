@@ -54,6 +54,8 @@ __global__ void xent_kernel(float *dlogits, float *stats, const float *logits,
 
 void cuda_bias_grad(float *dbias, const float *dz, int rows, int cols, cudaStream_t s)
 {
+	if (!cols)
+		return;
 	bias_grad_kernel<<<(cols + THREADS - 1) / THREADS, THREADS, 0, s>>>(dbias, dz, rows, cols);
 	CUDA_CHECK_LAUNCH();
 }

@@ -15,10 +15,10 @@ set -euo pipefail
 BUILD=${1:-build}
 MTRAIN=$BUILD/mtrain
 SGEMM=$BUILD/jobs/bench_sgemm
-# 1404 steps = 3 epochs of 468 (60000 rows / 128). mtrain checkpoints at every
-# epoch end whatever --ckpt-every says, so 3 checkpoints fall inside "total"
-# and samples/s; ending on an epoch boundary adds no fourth. The table's
-# "other" column (total minus the timed phases) shows what they cost.
+# 1404 steps = 3 epochs of 468 (60000 rows / 128). mtrain's timing line is
+# steady state: it leaves out its first 5 steps and the checkpoint written at
+# every epoch end. The table's "other" column (total minus the timed phases)
+# is what remains: the progress lines and the loop itself.
 STEPS=${BENCH_STEPS:-1404}
 REPEATS=${BENCH_REPEATS:-5}
 RANK_COUNTS=(1 2)
@@ -122,7 +122,7 @@ awk -v a="$loss1" -v b="$loss2" 'BEGIN {exit !((a - b) ^ 2 <= (0.01 * a) ^ 2)}' 
 
 ckpts=$(awk '{print $14}' "$WORK/runs-1" | sort -u | tr '\n' ' ')
 echo "mtrain benchmark: default job, $STEPS steps a run (checkpoints in each: ${ckpts% }), median of $REPEATS runs per row"
-echo "rank 0's figures, ms per step; other = total - phases (checkpoints, progress line);"
+echo "rank 0's figures, ms per step, steady state (first 5 steps and checkpoints left out); other = total - phases;"
 echo "GFLOP/s = mtrain's forward+backward FLOPs / forward+backward time (bias, activation, loss included);"
 echo "sgemm = bench_sgemm's rate for the same 8 products alone, one OpenBLAS thread per process,"
 echo "as many processes at once as ranks, placed by mpirun alike; ach/sgemm = GFLOP/s / sgemm"

@@ -53,6 +53,8 @@ int comm_any(struct comm *c, int flag);
 int comm_first(struct comm *c, int flag);
 /* buf (n) = element-wise sum over ranks, in place, host doubles. */
 void comm_sum_host(struct comm *c, double *buf, int n);
+/* all (size * bytes) = every rank's mine (bytes), in rank order, host memory. */
+void comm_allgather_host(struct comm *c, const void *mine, void *all, size_t bytes);
 /* bytes of buf on root copied to every rank, host memory. */
 void comm_bcast_host(struct comm *c, void *buf, size_t bytes, int root);
 void comm_barrier(struct comm *c);

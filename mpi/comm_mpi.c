@@ -124,6 +124,12 @@ void comm_bcast_host(struct comm *c, void *buf, size_t bytes, int root)
 	}
 }
 
+void comm_allgather_host(struct comm *c, const void *mine, void *all, size_t bytes)
+{
+	MPI_CHECK(MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+				MPI_COMM_WORLD));
+}
+
 void comm_barrier(struct comm *c)
 {
 	MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));

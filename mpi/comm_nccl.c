@@ -134,7 +134,11 @@ static void nccl_release(struct comm *c)
 	struct nccl_state *s = c->impl;
 	if (!s)
 		return;
-	ncclCommDestroy(s->comm);
+	/* Finalize flushes outstanding work; it too may hang, so it is waited
+	 * on like any collective. */
+	NCCL_CHECK(ncclCommFinalize(s->comm));
+	settle(c, s, "shutdown");
+	NCCL_CHECK(ncclCommDestroy(s->comm));
 	cudaEventDestroy(s->computed);
 	cudaEventDestroy(s->reduced);
 	cudaStreamDestroy(s->stream);

@@ -78,14 +78,19 @@ struct backend {
 	void *(*stream)(void);
 	/* Sets the precision of matrix products; 0, or -1 if unsupported. */
 	int (*set_precision)(enum precision p);
+	/* Writes an identifier of the device this rank computes on, unique on
+	 * its node (the GPU's PCI bus id); 0, or -1 for the CPU. */
+	int (*device_id)(char *buf, int len);
 };
 
 /* The CPU reference backend (OpenBLAS sgemm, one thread per rank). */
 const struct backend *backend_cpu(void);
-/* The CUDA backend on GPU local_rank % (visible GPUs), when this build has
- * one and this rank sees a GPU. NULL otherwise, with *why saying which;
- * *fatal is set when a GPU exists but cannot be used as asked (more ranks
- * on this node than GPUs), which is an error even under --device auto. */
+/* The CUDA backend on GPU local_rank % (visible GPUs) (the only one when a
+ * rank sees one, as under a per-rank CUDA_VISIBLE_DEVICES), when this build
+ * has one and this rank sees a GPU. NULL otherwise, with *why saying which;
+ * *fatal is set when a GPU exists but cannot be used, an error even under
+ * --device auto. Whether two ranks landed on one GPU is the caller's check
+ * (device_id), since it needs the other ranks. */
 const struct backend *backend_cuda_open(int local_rank, int local_size, const char **why,
 					int *fatal);
 /* GPUs visible to this process (0 without CUDA or without a driver). */

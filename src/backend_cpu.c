@@ -127,6 +127,8 @@ static void *cpu_stream(void) { return NULL; }
 /* bf16 products are a GPU feature: the CPU computes in fp32 only. */
 static int cpu_set_precision(enum precision p) { return p == PRECISION_FP32 ? 0 : -1; }
 
+static int cpu_device_id(char *buf, int len) { return -1; }
+
 const struct backend *backend_cpu(void)
 {
 	static const struct backend cpu = {
@@ -146,6 +148,7 @@ const struct backend *backend_cpu(void)
 		.synchronize = cpu_synchronize,
 		.stream = cpu_stream,
 		.set_precision = cpu_set_precision,
+		.device_id = cpu_device_id,
 	};
 	/* Ranks are the parallelism: one BLAS thread each, or 2 ranks on 2 cores
 	 * would fight over 4 threads. */

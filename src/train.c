@@ -410,18 +410,25 @@ static double flops_per_sample(const struct model *m)
 	return f;
 }
 
+/* The closing line: rank 0's time per step by phase, then the steady-state
+ * step time and samples/s (evaluation and checkpoints left out). Phase times
+ * and GFLOP/s are exact only when every phase boundary waits for the
+ * backend (MTRAIN_PROFILE=1; on the CPU they always are). */
 static void report_timing(struct trainer *t, long steps, double wall)
 {
 	if (steps <= 0)
 		return;
 	double ms = 1e3 / (double)steps;
 	double compute = t->t.forward + t->t.backward;
+	char gflops[32] = "n/a";
+	if (t->profile || !t->be->stream())
+		snprintf(gflops, sizeof(gflops), "%.2f",
+			 compute > 0 ? flops_per_sample(&t->model) * t->t.rows / compute * 1e-9 : 0.0);
 	log_info("timing ms/step data %.3f forward %.3f backward %.3f allreduce %.3f "
-		 "optimizer %.3f ema %.3f total %.3f samples/s %.0f gflops %.2f",
+		 "optimizer %.3f ema %.3f total %.3f samples/s %.0f gflops %s",
 		 t->t.data * ms, t->t.forward * ms, t->t.backward * ms, t->t.allreduce * ms,
 		 t->t.optimizer * ms, t->t.ema * ms, wall * ms,
-		 (double)t->cfg->batch * (double)steps / wall,
-		 compute > 0 ? flops_per_sample(&t->model) * t->t.rows / compute * 1e-9 : 0.0);
+		 (double)t->cfg->batch * (double)steps / wall, gflops);
 }
 
 /* Whether path (a folder when dir) exists writable, or could be created in
@@ -453,6 +460,32 @@ static int check_writable(const char *flag, const char *path, int dir)
 	return 0;
 }
 
+/* Whether two ranks of one node got the same GPU (collective). With
+ * is_error, the later of the two records a user error naming both. */
+static int shared_gpu(const struct backend *be, struct comm *c, int is_error)
+{
+	struct who {
+		char host[64];
+		char device[64];
+	} me, *all = xcalloc((size_t)c->size, sizeof(*all));
+	memset(&me, 0, sizeof(me));
+	snprintf(me.host, sizeof(me.host), "%s", c->host);
+	be->device_id(me.device, sizeof(me.device));
+	comm_allgather_host(c, &me, all, sizeof(me));
+	int shared = 0;
+	for (int j = 0; j < c->size; j++)
+		for (int i = 0; i < j; i++)
+			if (!strcmp(all[i].host, all[j].host) && !strcmp(all[i].device, all[j].device)) {
+				if (is_error && j == c->rank && !shared)
+					user_error("--device cuda: ranks %d and %d on %s would share GPU %s; "
+						   "start at most one rank per GPU (check "
+						   "CUDA_VISIBLE_DEVICES)", i, j, c->host, me.device);
+				shared = 1;
+			}
+	free(all);
+	return shared;
+}
+
 /* The backend every rank uses, and the communicator's data plane to match:
  * CUDA + NCCL when asked for, or under auto when every rank sees a GPU;
  * the CPU + MPI otherwise. NULL after a user error (collective). */
@@ -469,7 +502,11 @@ static const struct backend *select_backend(const struct config *cfg, struct com
 	if (comm_user_errors(c))
 		return NULL;
 	int every_rank = !comm_any(c, cuda == NULL);
-	if (cuda && every_rank)
+	if (cuda && every_rank && shared_gpu(cuda, c, cfg->device == DEVICE_CUDA)) {
+		if (comm_user_errors(c))
+			return NULL;
+		log_info("two ranks would share a GPU: every rank computes on the CPU");
+	} else if (cuda && every_rank)
 		be = cuda;
 	else if (cuda)
 		log_info("some ranks see no GPU: every rank computes on the CPU");
@@ -572,12 +609,21 @@ static int train_loop(struct trainer *t)
 	struct comm *c = t->comm;
 	long first_step = t->global_step, interval_steps = 0;
 	long rows = 0; /* this rank's rows since the last progress line */
-	double t_start = now(), t_interval = t_start;
+	double t_interval = now();
+	/* The closing timing line is steady state: it leaves out the first
+	 * steps (lazy start-up on a GPU), evaluations and checkpoints. */
+	long warm = t->total_steps - first_step > 50 ? 5 : 0;
+	double t_start = t_interval, t_aside = 0;
 	if (t->global_step < t->total_steps)
 		build_order(t);
 	while (t->global_step < t->total_steps) {
 		train_step(t, &rows);
 		interval_steps++;
+		if (t->global_step - first_step == warm && warm) {
+			t->be->synchronize();
+			memset(&t->t, 0, sizeof(t->t));
+			t_start = now();
+		}
 		t->pos++;
 		int epoch_end = t->pos == t->steps_per_epoch;
 		if (epoch_end) {
@@ -603,11 +649,17 @@ static int train_loop(struct trainer *t)
 			interval_steps = 0;
 			t_interval = tn;
 		}
-		if (t->has_eval && (epoch_end || last))
-			run_eval(t);
-		if (epoch_end || last || (cfg->ckpt_every && t->global_step % cfg->ckpt_every == 0))
-			if (save_checkpoint(t))
+		int eval = t->has_eval && (epoch_end || last);
+		int ckpt = epoch_end || last || (cfg->ckpt_every && t->global_step % cfg->ckpt_every == 0);
+		if (eval || ckpt) {
+			t->be->synchronize(); /* pending steps count as training */
+			double t0 = now();
+			if (eval)
+				run_eval(t);
+			if (ckpt && save_checkpoint(t))
 				return 1;
+			t_aside += now() - t0;
+		}
 		/* Every rank stops at the same step: agreement on the signal flag. */
 		if (comm_any(c, g_stop_signal) && !last) {
 			if (t->last_ckpt_step != t->global_step && save_checkpoint(t))
@@ -619,7 +671,8 @@ static int train_loop(struct trainer *t)
 		if (epoch_end && !last)
 			build_order(t);
 	}
-	report_timing(t, t->global_step - first_step, now() - t_start);
+	t->be->synchronize();
+	report_timing(t, t->global_step - first_step - warm, now() - t_start - t_aside);
 	return 0;
 }
 
@@ -664,6 +717,7 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 	comm_bcast_host(c, dims, sizeof(dims), 0);
 	free(m.config);
 	cfg.device = device;
+	cfg.precision = PRECISION_FP32; /* evaluate exactly, wherever it trained */
 	if (eval_data)
 		snprintf(cfg.eval_data, PATH_LEN, "%s", eval_data);
 	struct trainer t;

@@ -26,15 +26,20 @@ same_ckpt gpu/ckpt-00000020.h5 c2g/ckpt-00000020.h5 1e-4
 same_ckpt gpu/ckpt-00000020.h5 gpu2/ckpt-00000020.h5
 
 # bf16 products train, and say so.
-"$MTRAIN" "${SMALL[@]}" --device cuda --precision bf16 --steps 30 --ckpt-dir bf16 --metrics m.jsonl >log
+# Evaluated on its own training set: eval.h5 has other class centres.
+"$MTRAIN" "${SMALL[@]}" --eval-data train.h5 --device cuda --precision bf16 --steps 30 \
+	--ckpt-dir bf16 --metrics m.jsonl >log
 grep -q "backend cuda bf16" log || fail "bf16 not reported"
 acc=$(grep '"event":"eval"' m.jsonl | tail -n 1 | sed 's/.*"ema_acc":\([0-9.]*\).*/\1/')
 awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "bf16 run EMA accuracy $acc"
 
 # auto: every rank sees a GPU, so CUDA + NCCL, one rank per GPU.
-ranks "$gpus" "${FLAGS[@]}" --steps 6 --ckpt-dir auto >log
+ranks "$gpus" "${FLAGS[@]}" --device auto --steps 6 --ckpt-dir auto >log
 grep -q "backend cuda, communicator nccl" log || fail "--device auto did not pick cuda"
-# One rank more than there are GPUs: exit 2 naming the problem.
+# Under auto, one rank more than there are GPUs falls back to the CPU...
+ranks $((gpus + 1)) "${FLAGS[@]}" --device auto --steps 6 --ckpt-dir auto2 >log
+grep -q "two ranks would share a GPU: every rank computes on the CPU" log || fail "auto fallback"
+# ...and under --device cuda it is an error naming both ranks and the GPU.
 expect_status 2 ranks $((gpus + 1)) "${FLAGS[@]}" --device cuda --steps 6 --ckpt-dir over
-grep -q "two ranks would share a GPU" last.err || { cat last.err; fail "no message for ranks > GPUs"; }
+grep -q "ranks 0 and 1 on .* would share GPU" last.err || { cat last.err; fail "no message for ranks > GPUs"; }
 pass "GPU matches CPU; checkpoints cross; bf16; auto; one GPU per rank"

@@ -45,7 +45,10 @@ bad "bad-ylen.h5: 'y' has 7 rows but 'x' has 8" "${SMALL[@]}" --data bad-ylen.h5
 bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5
 bad "wide.h5: inputs have 13 features but the training set train.h5 has 12" "${SMALL[@]}" --eval-data wide.h5
 bad "--batch 100 is larger than the training set" "${SMALL[@]}" --batch 100
-bad "--device cuda: " "${SMALL[@]}" --device cuda
+# Without a GPU, --device cuda is bad input (tests/gpu checks it with one).
+if ! "$MTRAIN_BUILD/tests/gpu/gpu_probe" >/dev/null; then
+	bad "--device cuda: " "${SMALL[@]}" --device cuda
+fi
 bad "corrupt.h5: not a readable HDF5 file" "${SMALL[@]}" --resume corrupt.h5
 bad "--ckpt-dir nodir/sub: cannot create it in nodir" "${SMALL[@]}" --ckpt-dir nodir/sub
 

@@ -17,7 +17,7 @@ grep -Eq '^eval step 6 epoch 1 raw_loss [0-9.]+ raw_acc [0-9.]+ ema_loss [0-9.]+
 	fail "eval line format"
 "$MTRAIN" inspect ck/ckpt-00000012.h5 >inspect.txt
 grep -Eq '^dense/kernel +\[12,16\] +float32 +[0-9a-f]{16}' inspect.txt || fail "inspect line"
-ranks 2 eval --ckpt ck/ckpt-00000012.h5 --weights both >eval.txt
+ranks 2 eval --ckpt ck/ckpt-00000012.h5 --weights both --device cpu >eval.txt
 grep -q "raw loss" eval.txt && grep -q "ema loss" eval.txt || fail "eval output"
 # The EMA accuracy eval reports equals the one training logged at that step.
 acc=$(awk '/^eval step 12/ {print $NF}' log)

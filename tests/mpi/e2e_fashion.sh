@@ -7,7 +7,7 @@ src=/usr/share/datasets/fashion-mnist
 "$MTRAIN" import --images $src/t10k-images-idx3-ubyte.gz --labels $src/t10k-labels-idx1-ubyte.gz --out test-all.h5
 "$MKDATA" slice train-all.h5 train.h5 0 6000
 "$MKDATA" slice test-all.h5 test.h5 0 2000
-ranks 2 --data train.h5 --eval-data test.h5 --epochs 3 --ckpt-dir ck --metrics m.jsonl >log
+ranks 2 --device cpu --data train.h5 --eval-data test.h5 --epochs 3 --ckpt-dir ck --metrics m.jsonl >log
 tail -n 3 log
 acc=$(grep '"event":"eval"' m.jsonl | tail -n 1 | sed 's/.*"ema_acc":\([0-9.]*\).*/\1/')
 awk -v a="$acc" 'BEGIN { exit !(a >= 0.70) }' || fail "EMA accuracy $acc below 0.70"

@@ -29,8 +29,9 @@ make_data() {
 	"$MKDATA" synth eval.h5 30 12 3 12
 }
 
-# The flags every small run shares.
-SMALL=(--data train.h5 --eval-data eval.h5 --layers 16,8 --batch 14 --seed 5 --log-every 5)
+# The flags every small run shares: the CPU path, also on a GPU machine
+# (tests/gpu covers the GPU).
+SMALL=(--device cpu --data train.h5 --eval-data eval.h5 --layers 16,8 --batch 14 --seed 5 --log-every 5)
 
 # same_ckpt A B [RTOL]: equal variables (bitwise without RTOL).
 same_ckpt() { "$CMP" "$@" || fail "checkpoints differ: $*"; }
