@@ -1,6 +1,7 @@
-/* Check macros for the CUDA runtime, cuBLAS and NCCL, built like those of
- * src/check.h: the failing call, file:line, rank, host and device, then
- * MPI_Abort of the whole job. */
+/* Check macros for the CUDA runtime and cuBLAS, built like those of
+ * src/check.h (NCCL's, the same shape, is in mpi/comm_nccl.c, its one
+ * user): the failing call, file:line, rank, host and device, then MPI_Abort
+ * of the whole job. */
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -7,10 +7,9 @@
  * operation, then MPI_Abort. No hang without a message. */
 #include "comm.h"
 #include "backend.h"
-#include "check.h"
+#include "cuda_check.h"
 #include "log.h"
 
-#include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 #include <stdlib.h>
@@ -22,14 +21,6 @@
 		ncclResult_t nccl_check_rc_ = (call);                          \
 		if (nccl_check_rc_ != ncclSuccess && nccl_check_rc_ != ncclInProgress) \
 			check_fail("NCCL", #call, ncclGetErrorString(nccl_check_rc_), \
-				   __FILE__, __LINE__);                        \
-	} while (0)
-
-#define CUDA_CHECK(call)                                                       \
-	do {                                                                   \
-		cudaError_t cuda_check_rc_ = (call);                           \
-		if (cuda_check_rc_ != cudaSuccess)                             \
-			check_fail("CUDA", #call, cudaGetErrorString(cuda_check_rc_), \
 				   __FILE__, __LINE__);                        \
 	} while (0)
 
