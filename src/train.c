@@ -47,7 +47,7 @@ struct trainer {
 	char *config_text;
 	long steps_per_epoch, total_steps;
 	long global_step, epoch, pos; /* pos: global batches done in epoch */
-	long last_ckpt_step, last_eval_step;
+	long last_ckpt_step;          /* step of the newest checkpoint written */
 	struct timing t;
 	int profile;
 };
@@ -303,7 +303,7 @@ static int resume(struct trainer *t)
 	t->global_step = pos[1];
 	t->epoch = pos[2];
 	t->pos = pos[3];
-	t->last_ckpt_step = t->last_eval_step = t->global_step;
+	t->last_ckpt_step = t->global_step;
 	log_info("resumed from %s at step %ld (epoch %ld, batch %ld of it)", used,
 		 t->global_step, t->epoch + 1, t->pos);
 	return 0;
@@ -343,7 +343,6 @@ static void run_eval(struct trainer *t)
 	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"raw_loss\":%.6f,\"raw_acc\":%.6f,"
 		      "\"ema_loss\":%.6f,\"ema_acc\":%.6f}",
 		      t->global_step, raw[0], raw[1], ema[0], ema[1]);
-	t->last_eval_step = t->global_step;
 }
 
 /* A layer's gradients are final: start reducing them (grad_ready_fn). */
