@@ -130,9 +130,9 @@ static void nccl_release(struct comm *c)
 	NCCL_CHECK(ncclCommFinalize(s->comm));
 	settle(c, s, "shutdown");
 	NCCL_CHECK(ncclCommDestroy(s->comm));
-	cudaEventDestroy(s->computed);
-	cudaEventDestroy(s->reduced);
-	cudaStreamDestroy(s->stream);
+	CUDA_CHECK(cudaEventDestroy(s->computed));
+	CUDA_CHECK(cudaEventDestroy(s->reduced));
+	CUDA_CHECK(cudaStreamDestroy(s->stream));
 	free(s);
 	c->impl = NULL;
 }
