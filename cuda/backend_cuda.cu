@@ -8,6 +8,7 @@
 #include "log.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static struct {
 	int device;            /* ordinal this rank uses, e.g. 0 */
@@ -38,6 +39,26 @@ static void cu_copy_in(void *dst, const void *src, size_t bytes)
 {
 	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g.stream));
 	CUDA_CHECK(cudaStreamSynchronize(g.stream));
+}
+
+static void *cu_alloc_host(size_t bytes)
+{
+	void *p = NULL;
+	CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
+	memset(p, 0, bytes);
+	return p;
+}
+
+static void cu_free_host(void *p)
+{
+	if (p)
+		CUDA_CHECK(cudaFreeHost(p));
+}
+
+/* From pinned memory: truly asynchronous, ordered on the compute stream. */
+static void cu_copy_in_async(void *dst, const void *src, size_t bytes)
+{
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g.stream));
 }
 
 static void cu_copy_out(void *dst, const void *src, size_t bytes)
@@ -124,6 +145,9 @@ static struct backend cuda_table = {
 	cu_copy_in,
 	cu_copy_out,
 	cu_copy,
+	cu_alloc_host,
+	cu_free_host,
+	cu_copy_in_async,
 	cu_matmul,
 	cu_bias_act,
 	cu_act_backward,

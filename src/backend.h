@@ -47,6 +47,14 @@ struct backend {
 	void (*copy_in)(void *dst, const void *src_host, size_t bytes);
 	void (*copy_out)(void *dst_host, const void *src, size_t bytes);
 	void (*copy)(void *dst, const void *src, size_t bytes);
+	/* Host memory the backend copies from fastest (pinned for CUDA),
+	 * zeroed; free_host(NULL) is a no-op. */
+	void *(*alloc_host)(size_t bytes);
+	void (*free_host)(void *p);
+	/* copy_in from alloc_host memory that may still be under way on
+	 * return: src must stay unchanged until the backend has done the ops
+	 * queued so far (a synchronize, a copy_out or a collective's wait). */
+	void (*copy_in_async)(void *dst, const void *src_host, size_t bytes);
 
 	/* c (M,N) = op(a) (M,K) @ op(b) (K,N) + beta * c, where op transposes
 	 * when ta/tb is set (a is then stored (K,M), b (N,K)). */

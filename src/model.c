@@ -94,6 +94,12 @@ void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows
 	m->be->copy_in(m->y, y, (size_t)rows * sizeof(int32_t));
 }
 
+void model_set_batch_async(struct model *m, const float *x, const int32_t *y, int rows)
+{
+	m->be->copy_in_async(m->x, x, (size_t)rows * m->in_dim * sizeof(float));
+	m->be->copy_in_async(m->y, y, (size_t)rows * sizeof(int32_t));
+}
+
 void model_forward(struct model *m, int rows, float grad_scale)
 {
 	const struct backend *be = m->be;

@@ -50,6 +50,9 @@ void model_free(struct model *m);
 void model_glorot(const struct model *m, uint64_t seed, float *host_w);
 /* Loads rows of inputs (R,D) and labels (R) from host memory. */
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows);
+/* The same from the backend's alloc_host memory, without waiting: x and y
+ * must stay unchanged until the backend has done this step's ops. */
+void model_set_batch_async(struct model *m, const float *x, const int32_t *y, int rows);
 /* Forward pass and loss over the loaded rows, adding {loss sum, correct}
  * to the model's stats. With grad_scale > 0 also leaves dlogits =
  * grad_scale * d(loss sum)/d(logits) for model_backward. Does not wait for

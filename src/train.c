@@ -38,8 +38,16 @@ struct trainer {
 	struct model model;
 	struct optim optim;
 	struct ema ema;
-	uint32_t *perm;               /* (N) this epoch's order */
-	float *host_x;                /* (R, D) staging for the next batch */
+	uint32_t *perm;               /* (N) the order of epoch order_epoch */
+	long order_epoch;             /* -1 before the first */
+	struct staged {               /* a batch gathered on the host */
+		float *x;             /* (R, D) alloc_host memory */
+		int32_t *y;           /* (R) */
+		int rows;
+	} staged[2];                  /* this step's and the next one's */
+	int slot;                     /* staged[slot] is this step's */
+	int have_next;                /* staged[slot] is already filled */
+	float *host_x;                /* (R, D) evaluation batches */
 	int32_t *host_y;              /* (R) */
 	float *host_state[4];         /* (P) each: w, shadow, slot 0, slot 1 (rank 0) */
 	struct ckpt_var vars[4 * PARAM_MAX];
@@ -352,19 +360,43 @@ static void start_bucket(void *comm, float *g, size_t n)
 	c->ops->allreduce_start(c, g, n);
 }
 
-/* One optimizer step on this rank's slice of global batch t->pos. */
+static void build_order(struct trainer *t, long epoch)
+{
+	struct rng r;
+	rng_init(&r, t->cfg->seed, RNG_STREAM_EPOCH + (uint64_t)epoch);
+	rng_permutation(&r, t->perm, (size_t)t->train.n);
+	t->order_epoch = epoch;
+}
+
+/* Gathers this rank's rows [r*B/N, (r+1)*B/N) of global batch pos of epoch
+ * into s. */
+static void stage(struct trainer *t, long epoch, long pos, struct staged *s)
+{
+	struct comm *c = t->comm;
+	long batch = t->cfg->batch;
+	if (t->order_epoch != epoch)
+		build_order(t, epoch);
+	long lo = pos * batch + batch * c->rank / c->size;
+	long hi = pos * batch + batch * (c->rank + 1) / c->size;
+	s->rows = (int)(hi - lo);
+	dataset_gather(&t->train, t->perm + lo, s->rows, s->x, s->y);
+}
+
+/* One optimizer step on this rank's slice of global batch t->pos. While the
+ * backend runs backward, the host gathers the next step's batch into the
+ * other staging buffer. That buffer's last copy, a step ago, is done: the
+ * host has since waited for that step's all-reduce, which follows it. */
 static void train_step(struct trainer *t, long *rows_since_log)
 {
 	struct config *cfg = t->cfg;
 	struct comm *c = t->comm;
 	struct model *m = &t->model;
 	double t0 = mark(t);
-	long base = t->pos * (long)cfg->batch;
-	long lo = base + (long)cfg->batch * c->rank / c->size;
-	long hi = base + (long)cfg->batch * (c->rank + 1) / c->size;
-	int rows = (int)(hi - lo);
-	dataset_gather(&t->train, t->perm + lo, rows, t->host_x, t->host_y);
-	model_set_batch(m, t->host_x, t->host_y, rows);
+	struct staged *cur = &t->staged[t->slot];
+	if (!t->have_next)
+		stage(t, t->epoch, t->pos, cur);
+	int rows = cur->rows;
+	model_set_batch_async(m, cur->x, cur->y, rows);
 	double t1 = mark(t);
 	/* Scaling by 1/B here makes the all-reduced sum the global-batch mean. */
 	model_forward(m, rows, 1.0f / (float)cfg->batch);
@@ -372,6 +404,17 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	double t2 = mark(t);
 	model_backward(m, rows, start_bucket, c);
 	double t3 = mark(t);
+	t->have_next = t->global_step + 1 < t->total_steps;
+	if (t->have_next) {
+		long pos = t->pos + 1, epoch = t->epoch;
+		if (pos == t->steps_per_epoch)
+			pos = 0, epoch++;
+		stage(t, epoch, pos, &t->staged[t->slot ^ 1]);
+		t->slot ^= 1;
+	}
+	double t3b = mark(t);
+	t->t.data += t3b - t3;
+	t3 = t3b;
 	c->ops->allreduce_wait(c);
 	double t4 = mark(t);
 	float lr = optim_lr(cfg, t->global_step, t->total_steps);
@@ -391,12 +434,6 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	t->t.rows += rows;
 }
 
-static void build_order(struct trainer *t)
-{
-	struct rng r;
-	rng_init(&r, t->cfg->seed, RNG_STREAM_EPOCH + (uint64_t)t->epoch);
-	rng_permutation(&r, t->perm, (size_t)t->train.n);
-}
 
 /* Forward plus backward FLOPs for one sample. */
 static double flops_per_sample(const struct model *m)
@@ -538,6 +575,11 @@ static int setup(struct trainer *t)
 	t->perm = xmalloc(sizeof(uint32_t) * (size_t)t->train.n);
 	t->host_x = xmalloc(sizeof(float) * (size_t)max_rows * t->train.dim);
 	t->host_y = xmalloc(sizeof(int32_t) * (size_t)max_rows);
+	t->order_epoch = -1;
+	for (int i = 0; i < 2; i++) {
+		t->staged[i].x = t->be->alloc_host(sizeof(float) * (size_t)local_max * t->train.dim);
+		t->staged[i].y = t->be->alloc_host(sizeof(int32_t) * (size_t)local_max);
+	}
 	for (int k = 0; k < 4; k++)
 		t->host_state[k] = c->rank == 0 ? xcalloc(P, sizeof(float)) : NULL;
 	/* Initial weights: rank 0's, broadcast as DDP does. */
@@ -575,6 +617,10 @@ static void teardown(struct trainer *t)
 	free(t->perm);
 	free(t->host_x);
 	free(t->host_y);
+	for (int i = 0; t->be && i < 2; i++) {
+		t->be->free_host(t->staged[i].x);
+		t->be->free_host(t->staged[i].y);
+	}
 	for (int k = 0; k < 4; k++)
 		free(t->host_state[k]);
 	free(t->config_text);
@@ -613,8 +659,6 @@ static int train_loop(struct trainer *t)
 	 * steps (lazy start-up on a GPU), evaluations and checkpoints. */
 	long warm = t->total_steps - first_step > 50 ? 5 : 0;
 	double t_start = t_interval, t_aside = 0;
-	if (t->global_step < t->total_steps)
-		build_order(t);
 	while (t->global_step < t->total_steps) {
 		train_step(t, &rows);
 		interval_steps++;
@@ -667,8 +711,6 @@ static int train_loop(struct trainer *t)
 				 t->global_step);
 			return 0;
 		}
-		if (epoch_end && !last)
-			build_order(t);
 	}
 	t->be->synchronize();
 	report_timing(t, t->global_step - first_step - warm, now() - t_start - t_aside);

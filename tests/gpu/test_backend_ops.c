@@ -176,6 +176,17 @@ static void check_optim_ema(void)
 	cpu->copy(shadow.c, w.c, n * sizeof(float));
 	EXPECT(diff(shadow) == 0.0);
 	release(shadow), release(w);
+	/* Pinned staging: asynchronous copy in, then back out. */
+	float *pinned = gpu->alloc_host(n * sizeof(float)), *back = malloc(n * sizeof(float));
+	float *dev = gpu->alloc(n * sizeof(float));
+	for (size_t i = 0; i < n; i++)
+		pinned[i] = (float)i;
+	gpu->copy_in_async(dev, pinned, n * sizeof(float));
+	gpu->copy_out(back, dev, n * sizeof(float));
+	EXPECT(!memcmp(back, pinned, n * sizeof(float)));
+	gpu->free_host(pinned);
+	gpu->free(dev);
+	free(back);
 }
 
 int main(void)
