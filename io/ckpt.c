@@ -151,6 +151,7 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 	put_i64_attr(file, "world_size", meta->world_size);
 	put_i64_attr(file, "input_dim", meta->input_dim);
 	put_i64_attr(file, "classes", meta->classes);
+	put_i64_attr(file, "train_rows", meta->train_rows);
 	put_str_attr(file, "config", meta->config ? meta->config : "");
 	put_str_attr(file, "created", meta->created);
 	put_str_attr(file, "mtrain_version", meta->version);
@@ -256,10 +257,10 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 
 static int read_meta(hid_t file, const char *path, struct ckpt_meta *m)
 {
-	int64_t v[9];
-	const char *keys[9] = {"format_version", "global_step", "epoch", "step_in_epoch",
-			       "batch", "seed", "world_size", "input_dim", "classes"};
-	for (int i = 0; i < 9; i++)
+	int64_t v[10];
+	const char *keys[10] = {"format_version", "global_step", "epoch", "step_in_epoch",
+				"batch", "seed", "world_size", "input_dim", "classes", "train_rows"};
+	for (int i = 0; i < 10; i++)
 		if (get_i64_attr(file, keys[i], &v[i]))
 			return user_error("%s: root attribute '%s' missing or unreadable", path, keys[i]);
 	if (v[0] != CKPT_FORMAT_VERSION)
@@ -273,6 +274,7 @@ static int read_meta(hid_t file, const char *path, struct ckpt_meta *m)
 	m->world_size = (int)v[6];
 	m->input_dim = (int)v[7];
 	m->classes = (int)v[8];
+	m->train_rows = (long)v[9];
 	m->config = get_str_attr(file, "config");
 	char *s = get_str_attr(file, "created");
 	snprintf(m->created, sizeof(m->created), "%s", s ? s : "?");
@@ -394,14 +396,31 @@ int ckpt_list(const char *dir, char (*paths)[1024], int max)
 	return n;
 }
 
-void ckpt_prune(const char *dir, int keep)
+void ckpt_prune(const char *dir, int keep, long upto)
 {
 	char (*paths)[1024] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
-	int n = ckpt_list(dir, paths, CKPT_MAX_FILES);
-	for (int i = keep; i < n; i++)
+	int n = ckpt_list(dir, paths, CKPT_MAX_FILES), kept = 0;
+	for (int i = 0; i < n; i++) {
+		if (step_of(strrchr(paths[i], '/') + 1) > upto || kept++ < keep)
+			continue;
 		if (unlink(paths[i]))
 			log_warn("cannot delete old checkpoint %s: %s", paths[i], strerror(errno));
+	}
 	free(paths);
+	/* ".ckpt-<step>.h5.tmp": a write that never reached its rename. */
+	DIR *d = opendir(dir);
+	struct dirent *ent;
+	while (d && (ent = readdir(d))) {
+		size_t len = strlen(ent->d_name);
+		if (len > 13 && !strncmp(ent->d_name, ".ckpt-", 6) &&
+		    !strcmp(ent->d_name + len - 7, ".h5.tmp")) {
+			char path[1300];
+			snprintf(path, sizeof(path), "%s/%s", dir, ent->d_name);
+			unlink(path);
+		}
+	}
+	if (d)
+		closedir(d);
 }
 
 int ckpt_read_meta(const char *path, struct ckpt_meta *meta)
@@ -508,6 +527,10 @@ int ckpt_inspect(const char *path, FILE *out)
 			"float32", (unsigned long long)fnv1a64(v[j].data, count * sizeof(float)), mn,
 			mx, count ? sum / (double)count : 0.0);
 	}
+	int64_t step = m.global_step;
+	fprintf(out, "%-44s %-12s %-8s %016llx %12lld %12lld %12lld\n", "global_step", "[1]", "int64",
+		(unsigned long long)fnv1a64(&step, sizeof(step)), (long long)step, (long long)step,
+		(long long)step);
 	ckpt_free_vars(v, n);
 	free(m.config);
 	return 0;

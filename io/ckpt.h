@@ -32,6 +32,7 @@ struct ckpt_meta {
 	int world_size;      /* ranks that wrote it, for information */
 	int input_dim;       /* D of the model, e.g. 784 */
 	int classes;         /* C of the model, e.g. 10 */
+	long train_rows;     /* rows of the training set the position counts in */
 	char *config;        /* the full configuration, key = value lines */
 	char created[64];    /* UTC, ISO 8601 */
 	char version[32];    /* mtrain version */
@@ -55,8 +56,10 @@ int ckpt_read_meta(const char *path, struct ckpt_meta *meta);
 /* Checkpoint files of dir, newest first, into paths (each CKPT path). Returns
  * how many (0 when dir does not exist). */
 int ckpt_list(const char *dir, char (*paths)[1024], int max);
-/* Deletes all but the newest keep checkpoints of dir. */
-void ckpt_prune(const char *dir, int keep);
+/* Deletes all but the newest keep checkpoints of dir at or below step upto
+ * (those above belong to another run and are left alone), and temporary
+ * files a crashed write left. */
+void ckpt_prune(const char *dir, int keep, long upto);
 /* Reads every float32 variable of path: *vars is a malloc'd array of *n
  * entries, each data malloc'd (free with ckpt_free_vars). 0, or -2 with a
  * user_error when the file cannot be opened or fails its checksums. */

@@ -48,7 +48,7 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 		user_error("%s: cannot read 'y' (corrupt file or values beyond int32)", p);
 		goto out;
 	}
-	int32_t ymax = -1;
+	long ymax = -1; /* long: INT32_MAX + 1 must not wrap */
 	for (long i = 0; i < d->n; i++) {
 		if (d->y[i] < 0) {
 			user_error("%s: y[%ld] = %d is negative; class ids start at 0", p, d->first + i, d->y[i]);
@@ -57,7 +57,12 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 		if (d->y[i] > ymax)
 			ymax = d->y[i];
 	}
-	d->classes = ymax + 1;
+	if (ymax + 1 > DATASET_MAX_CLASSES) {
+		user_error("%s: labels go up to %ld; mtrain takes at most %d classes", p, ymax,
+			   DATASET_MAX_CLASSES);
+		goto out;
+	}
+	d->classes = (int)ymax + 1;
 	if (H5Aexists(ds, "num_classes") > 0) {
 		hid_t a = H5Aopen(ds, "num_classes", H5P_DEFAULT);
 		int nc = 0;
@@ -67,8 +72,9 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 			user_error("%s: attribute y.num_classes is unreadable or below 1", p);
 			goto out;
 		}
-		if (ymax >= nc) {
-			user_error("%s: label %d is not below y.num_classes = %d", p, ymax, nc);
+		if (ymax >= nc || nc > DATASET_MAX_CLASSES) {
+			user_error("%s: y.num_classes = %d, labels go up to %ld (at most %d classes)",
+				   p, nc, ymax, DATASET_MAX_CLASSES);
 			goto out;
 		}
 		d->classes = nc;
@@ -165,6 +171,15 @@ int dataset_load(struct dataset *d, const char *path, int part, int parts)
 	if (rc)
 		dataset_free(d);
 	return rc;
+}
+
+int dataset_check_labels(const struct dataset *d, int classes, const char *whose)
+{
+	for (long i = 0; i < d->n; i++)
+		if (d->y[i] >= classes)
+			return user_error("%s: y[%ld] = %d but %s has %d classes", d->path,
+					  d->first + i, d->y[i], whose, classes);
+	return 0;
 }
 
 void dataset_free(struct dataset *d)
@@ -307,6 +322,10 @@ int dataset_import_idx(const char *images, const char *labels, const char *path)
 		goto out;
 	}
 	uint32_t n = be32(img + 4), rows = be32(img + 8), cols = be32(img + 12);
+	if (n == 0 || rows == 0 || cols == 0) {
+		user_error("%s: holds no images (%u of %ux%u)", images, n, rows, cols);
+		goto out;
+	}
 	if (be32(lab + 4) != n) {
 		user_error("%s: %u labels for %u images in %s", labels, be32(lab + 4), n, images);
 		goto out;

@@ -4,6 +4,9 @@
 #pragma once
 #include <stdint.h>
 
+/* More classes than this is a mistake in the labels, not a model. */
+#define DATASET_MAX_CLASSES (1 << 20)
+
 struct dataset {
 	char path[1024];
 	long n_total;   /* rows in the file, e.g. 60000 */
@@ -20,6 +23,9 @@ struct dataset {
  * user_error naming the file and the problem. */
 int dataset_load(struct dataset *d, const char *path, int part, int parts);
 void dataset_free(struct dataset *d);
+/* Checks every label held is below classes, which `whose` had (e.g. "the
+ * training set"). 0, or -1 with a user_error naming the first bad row. */
+int dataset_check_labels(const struct dataset *d, int classes, const char *whose);
 /* x (rows, D) and y (rows) = rows idx[0..rows) of d (indices relative to
  * d->first), uint8 scaled by 1/255. */
 void dataset_gather(const struct dataset *d, const uint32_t *idx, int rows,

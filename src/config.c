@@ -47,7 +47,7 @@ static const struct option_def options[] = {
 	{"epochs", T_INT, OFF(epochs), 1, 1e6, NULL, "epochs to train (ignored when --steps is set)"},
 	{"steps", T_LONG, OFF(steps), 0, 1e12, NULL, "total optimizer steps; 0: as many as --epochs make"},
 	{"seed", T_U64, OFF(seed), 0, 0, NULL, "seed of the initial weights and of each epoch's order"},
-	{"ema-decay", T_FLOAT, OFF(ema_decay), 0, 0.999999999, NULL, "EMA decay"},
+	{"ema-decay", T_FLOAT, OFF(ema_decay), 0, 0.9999999, NULL, "EMA decay (below 1 in float32)"},
 	{"ema-num-updates", T_BOOL, OFF(ema_num_updates), 0, 1, NULL, "decay = min(decay, (1+step)/(10+step)) (on|off)"},
 	{"ema-sync-every", T_LONG, OFF(ema_sync_every), 1, 1e12, NULL, "steps between broadcasts of rank 0's EMA shadows"},
 	{"ckpt-dir", T_STR, OFF(ckpt_dir), 0, 0, NULL, "checkpoint folder"},
@@ -249,6 +249,8 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 			if (n == MAX_HIDDEN)
 				return user_error("%s: more than %d hidden layers", where, MAX_HIDDEN);
 			((int *)base)[n++] = (int)w;
+			if (*end == ',' && !end[1])
+				return user_error("%s: '%s' ends in a comma", where, v);
 			p = *end ? end + 1 : end;
 		}
 		if (n == 0)
@@ -458,6 +460,38 @@ char *config_to_text(const struct config *cfg)
 	config_write(cfg, f);
 	fclose(f);
 	return text;
+}
+
+/* The next line of *p (advancing it), without its newline, into buf. */
+static int next_line(const char **p, char *buf, size_t len)
+{
+	if (!**p)
+		return 0;
+	size_t n = strcspn(*p, "\n");
+	snprintf(buf, len, "%.*s", (int)n, *p);
+	*p += n + ((*p)[n] == '\n');
+	return 1;
+}
+
+int config_diff(const char *a, const char *b, const char *ignore, char *line_a,
+		char *line_b, size_t len)
+{
+	size_t skip = ignore ? strlen(ignore) : 0;
+	for (;;) {
+		int more_a = next_line(&a, line_a, len), more_b = next_line(&b, line_b, len);
+		if (!more_a && !more_b)
+			return 0;
+		if (!more_a || !more_b || strcmp(line_a, line_b)) {
+			if (skip && !strncmp(line_a, ignore, skip) && line_a[skip] == ' ' &&
+			    !strncmp(line_b, ignore, skip) && line_b[skip] == ' ')
+				continue;
+			if (!more_a)
+				snprintf(line_a, len, "(nothing)");
+			if (!more_b)
+				snprintf(line_b, len, "(nothing)");
+			return 1;
+		}
+	}
 }
 
 void config_print_help(FILE *f)

@@ -25,6 +25,14 @@ size_t params_add(struct params *reg, const char *name, int ndim, const long *di
 	return p->offset;
 }
 
+size_t params_count(const struct params *reg)
+{
+	size_t n = 0;
+	for (int i = 0; i < reg->n; i++)
+		n += reg->p[i].size;
+	return n;
+}
+
 const struct param *params_find(const struct params *reg, const char *name)
 {
 	for (int i = 0; i < reg->n; i++)

@@ -28,6 +28,8 @@ void params_init(struct params *reg);
 /* Registers name with shape dims[0..ndim); returns its offset. Aborts on a
  * duplicate name or a full registry (programming errors). */
 size_t params_add(struct params *reg, const char *name, int ndim, const long *dims);
+/* Trainable values over all variables (P less the alignment padding). */
+size_t params_count(const struct params *reg);
 /* The variable called name, or NULL. */
 const struct param *params_find(const struct params *reg, const char *name);
 /* "[784,256]" */

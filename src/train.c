@@ -130,11 +130,8 @@ static int load_data(struct trainer *t)
 		if (t->eval.dim != t->train.dim)
 			user_error("%s: inputs have %d features but the training set %s has %d",
 				   cfg->eval_data, t->eval.dim, cfg->data, t->train.dim);
-		for (long i = 0; i < t->eval.n && !user_error_pending(); i++)
-			if (t->eval.y[i] >= t->train.classes)
-				user_error("%s: y[%ld] = %d but the training set has %d classes",
-					   cfg->eval_data, t->eval.first + i, t->eval.y[i],
-					   t->train.classes);
+		else
+			dataset_check_labels(&t->eval, t->train.classes, "the training set");
 	}
 	if (!user_error_pending()) {
 		if (cfg->batch > t->train.n)
@@ -236,6 +233,7 @@ static int save_checkpoint(struct trainer *t)
 			.world_size = c->size,
 			.input_dim = t->train.dim,
 			.classes = t->train.classes,
+			.train_rows = t->train.n,
 			.config = t->config_text,
 		};
 		time_t secs = time(NULL);
@@ -248,11 +246,26 @@ static int save_checkpoint(struct trainer *t)
 			log_info("checkpoint %s step %ld", path, t->global_step);
 			metrics_write("{\"event\":\"checkpoint\",\"step\":%ld,\"path\":\"%s\"}",
 				      t->global_step, path);
-			ckpt_prune(t->cfg->ckpt_dir, t->cfg->keep);
+			ckpt_prune(t->cfg->ckpt_dir, t->cfg->keep, t->global_step);
 		}
 	}
 	t->last_ckpt_step = t->global_step;
 	return comm_any(c, failed) ? -1 : 0;
+}
+
+/* With --resume never or FILE, checkpoints of another run above the start
+ * step stay in --ckpt-dir (pruning leaves them alone), and a later --resume
+ * auto would take them: say so. */
+static void warn_newer_checkpoints(struct trainer *t, long start)
+{
+	char (*paths)[1024] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
+	long newest = -1;
+	if (ckpt_list(t->cfg->ckpt_dir, paths, CKPT_MAX_FILES) > 0)
+		sscanf(strrchr(paths[0], '/') + 1, "ckpt-%ld.h5", &newest);
+	if (newest > start)
+		log_warn("%s holds %s from another run, past this run's step %ld: a later "
+			 "--resume auto would continue that run", t->cfg->ckpt_dir, paths[0], start);
+	free(paths);
 }
 
 /* Rank 0 finds and reads the checkpoint --resume names; every rank then
@@ -289,7 +302,13 @@ static int resume(struct trainer *t)
 		else if (used[0] && m.seed != cfg->seed)
 			user_error("%s: written with --seed %llu, this run has --seed %llu", used,
 				   (unsigned long long)m.seed, (unsigned long long)cfg->seed);
+		else if (used[0] && m.train_rows != t->train.n)
+			user_error("%s: written for a training set of %ld rows, --data %s has %ld (the "
+				   "data position counts in its rows)", used, m.train_rows, cfg->data,
+				   t->train.n);
 	}
+	if (c->rank == 0 && !user_error_pending())
+		warn_newer_checkpoints(t, used[0] ? m.global_step : 0);
 	if (comm_user_errors(c)) {
 		free(m.config);
 		return -1;
@@ -414,7 +433,6 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	}
 	double t3b = mark(t);
 	t->t.data += t3b - t3;
-	t3 = t3b;
 	c->ops->allreduce_wait(c);
 	double t4 = mark(t);
 	float lr = optim_lr(cfg, t->global_step, t->total_steps);
@@ -428,7 +446,7 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	t->t.data += t1 - t0;
 	t->t.forward += t2 - t1;
 	t->t.backward += t3 - t2;
-	t->t.allreduce += t4 - t3;
+	t->t.allreduce += t4 - t3b;
 	t->t.optimizer += t5 - t4;
 	t->t.ema += t6 - t5;
 	t->t.rows += rows;
@@ -468,8 +486,8 @@ static void report_timing(struct trainer *t, long steps, double wall)
 }
 
 /* Whether path (a folder when dir) exists writable, or could be created in
- * a writable parent. 0, or -1 with a user_error. */
-static int check_writable(const char *flag, const char *path, int dir)
+ * a writable parent or in new_dir (NULL: none). 0, or -1 with a user_error. */
+static int check_writable(const char *flag, const char *path, int dir, const char *new_dir)
 {
 	struct stat st;
 	if (stat(path, &st) == 0) {
@@ -490,6 +508,9 @@ static int check_writable(const char *flag, const char *path, int dir)
 		slash[1] = 0;
 	else
 		*slash = 0;
+	/* Inside a folder this run will create (--metrics in --ckpt-dir). */
+	if (new_dir && !strcmp(parent, new_dir))
+		return 0;
 	if (access(parent, W_OK))
 		return user_error("%s %s: cannot create it in %s: %s", flag, path, parent,
 				  strerror(errno));
@@ -560,12 +581,20 @@ static int setup(struct trainer *t)
 	struct config *cfg = t->cfg;
 	struct comm *c = t->comm;
 	t->be = select_backend(cfg, c);
-	if (!t->be || train_default_data(cfg, c) || load_data(t))
+	if (!t->be)
+		return -1;
+	/* Outputs are checked first, created last: nothing is written (the
+	 * default data's cache aside) unless the whole set-up succeeds. */
+	if (c->rank == 0 && !check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL) && cfg->metrics[0])
+		check_writable("--metrics", cfg->metrics, 0, cfg->ckpt_dir);
+	if (comm_user_errors(c) || train_default_data(cfg, c) || load_data(t))
 		return -1;
 	t->steps_per_epoch = t->train.n / cfg->batch;
 	t->total_steps = cfg->steps ? cfg->steps : (long)cfg->epochs * t->steps_per_epoch;
 	int local_max = (cfg->batch + c->size - 1) / c->size;
-	int max_rows = local_max > cfg->eval_batch ? local_max : cfg->eval_batch;
+	/* Evaluation batches need no more rows than this rank's eval slice. */
+	long eval_rows = t->eval.n < cfg->eval_batch ? t->eval.n : cfg->eval_batch;
+	int max_rows = local_max > eval_rows ? local_max : (int)eval_rows;
 	model_init(&t->model, t->be, t->train.dim, t->train.classes, cfg->hidden, cfg->n_hidden,
 		   (enum act_kind)cfg->act, max_rows);
 	if (check_registry(t))
@@ -594,10 +623,8 @@ static int setup(struct trainer *t)
 	t->config_text = config_to_text(cfg);
 	if (resume(t))
 		return -1;
-	/* Nothing is written before this point, and nothing is written unless
-	 * every output can be. */
-	if (c->rank == 0 && !check_writable("--ckpt-dir", cfg->ckpt_dir, 1) &&
-	    (!cfg->metrics[0] || !check_writable("--metrics", cfg->metrics, 0))) {
+	/* Nothing is written before this point. */
+	if (c->rank == 0) {
 		if (mkdir(cfg->ckpt_dir, 0777) && errno != EEXIST)
 			user_error("--ckpt-dir %s: cannot create: %s", cfg->ckpt_dir, strerror(errno));
 		else
@@ -641,7 +668,7 @@ static void log_start(struct trainer *t)
 		 "%zu parameters; %s lr %g, batch %d (%d per rank), %ld steps (%ld per epoch)",
 		 MTRAIN_VERSION, t->comm->size, t->comm->size == 1 ? "" : "s", backend,
 		 t->comm->ops->name, t->train.dim, layers, t->train.classes,
-		 config_act_name(cfg->act), t->model.reg.total, config_optim_name(cfg->optim),
+		 config_act_name(cfg->act), params_count(&t->model.reg), config_optim_name(cfg->optim),
 		 cfg->lr, cfg->batch, (cfg->batch + t->comm->size - 1) / t->comm->size,
 		 t->total_steps, t->steps_per_epoch);
 	log_info("data %s (%ld rows), eval %s", cfg->data, t->train.n,
@@ -658,7 +685,7 @@ static int train_loop(struct trainer *t)
 	/* The closing timing line is steady state: it leaves out the first
 	 * steps (lazy start-up on a GPU), evaluations and checkpoints. */
 	long warm = t->total_steps - first_step > 50 ? 5 : 0;
-	double t_start = t_interval, t_aside = 0;
+	double t_start = t_interval, t_aside = 0, aside_in_interval = 0;
 	while (t->global_step < t->total_steps) {
 		train_step(t, &rows);
 		interval_steps++;
@@ -666,6 +693,7 @@ static int train_loop(struct trainer *t)
 			t->be->synchronize();
 			memset(&t->t, 0, sizeof(t->t));
 			t_start = now();
+			t_aside = 0;
 		}
 		t->pos++;
 		int epoch_end = t->pos == t->steps_per_epoch;
@@ -679,7 +707,8 @@ static int train_loop(struct trainer *t)
 			model_take_stats(&t->model, stats);
 			double sums[2] = {stats[0], (double)rows};
 			comm_sum_host(c, sums, 2);
-			double tn = now(), dt = tn - t_interval;
+			/* Evaluations and checkpoints are not training speed. */
+			double tn = now(), dt = tn - t_interval - aside_in_interval;
 			double per_step = dt / (double)interval_steps;
 			log_info("step %ld/%ld epoch %ld loss %.4f lr %.3e samples/s %.0f eta %.0fs",
 				 t->global_step, t->total_steps, t->epoch + (t->pos ? 1 : 0),
@@ -687,10 +716,12 @@ static int train_loop(struct trainer *t)
 				 sums[1] / dt, per_step * (double)(t->total_steps - t->global_step));
 			metrics_write("{\"event\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.6f,"
 				      "\"samples_per_s\":%.1f}",
-				      t->global_step, t->epoch, sums[0] / sums[1], sums[1] / dt);
+				      t->global_step, t->epoch + (t->pos ? 1 : 0), sums[0] / sums[1],
+				      sums[1] / dt);
 			rows = 0;
 			interval_steps = 0;
 			t_interval = tn;
+			aside_in_interval = 0;
 		}
 		int eval = t->has_eval && (epoch_end || last);
 		int ckpt = epoch_end || last || (cfg->ckpt_every && t->global_step % cfg->ckpt_every == 0);
@@ -702,6 +733,7 @@ static int train_loop(struct trainer *t)
 			if (ckpt && save_checkpoint(t))
 				return 1;
 			t_aside += now() - t0;
+			aside_in_interval += now() - t0;
 		}
 		/* Every rank stops at the same step: agreement on the signal flag. */
 		if (comm_any(c, g_stop_signal) && !last) {
@@ -717,6 +749,27 @@ static int train_loop(struct trainer *t)
 	return 0;
 }
 
+/* Every rank must run the same job: ranks started with other flags would
+ * take other branches and wait in different collectives. --layers is left
+ * to check_registry, which names the first differing variable. */
+static int check_same_config(const struct config *cfg, struct comm *c)
+{
+	char *mine = config_to_text(cfg);
+	long len = (long)strlen(mine) + 1;
+	comm_bcast_host(c, &len, sizeof(len), 0);
+	char *root = xmalloc((size_t)len);
+	if (c->rank == 0)
+		memcpy(root, mine, (size_t)len);
+	comm_bcast_host(c, root, (size_t)len, 0);
+	char a[PATH_LEN + 64], b[PATH_LEN + 64];
+	if (config_diff(root, mine, "layers", a, b, sizeof(a)))
+		user_error("rank %d was started with other options than rank 0: rank 0 has '%s', "
+			   "rank %d '%s'", c->rank, a, c->rank, b);
+	free(root);
+	free(mine);
+	return comm_user_errors(c) ? -1 : 0;
+}
+
 int train_main(struct config *cfg, struct comm *c)
 {
 	struct trainer t;
@@ -727,7 +780,7 @@ int train_main(struct config *cfg, struct comm *c)
 	signal(SIGUSR1, on_stop_signal);
 	signal(SIGTERM, on_stop_signal);
 	int status = EXIT_USER;
-	if (setup(&t) == 0) {
+	if (check_same_config(cfg, c) == 0 && setup(&t) == 0) {
 		log_start(&t);
 		if (t.global_step >= t.total_steps)
 			log_info("nothing to do: step %ld already reaches the %ld steps asked for",
@@ -770,10 +823,13 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 		return EXIT_USER;
 	if (!cfg.eval_data[0] || !strcmp(cfg.eval_data, "none"))
 		user_error("%s: the checkpoint names no eval data; pass --eval-data FILE", ckpt);
-	else if (dataset_load(&t.eval, cfg.eval_data, c->rank, c->size) == 0 &&
-		 t.eval.dim != dims[0])
-		user_error("%s: inputs have %d features; the checkpoint's model takes %d",
-			   cfg.eval_data, t.eval.dim, dims[0]);
+	else if (dataset_load(&t.eval, cfg.eval_data, c->rank, c->size) == 0) {
+		if (t.eval.dim != dims[0])
+			user_error("%s: inputs have %d features; the checkpoint's model takes %d",
+				   cfg.eval_data, t.eval.dim, dims[0]);
+		else
+			dataset_check_labels(&t.eval, dims[1], "the checkpoint's model");
+	}
 	if (comm_user_errors(c)) {
 		dataset_free(&t.eval);
 		return EXIT_USER;

@@ -33,6 +33,7 @@ bad "--lr: 'fast' is not a number" "${SMALL[@]}" --lr fast
 bad "--ema-decay: 1.5 is out of range" "${SMALL[@]}" --ema-decay 1.5
 bad "--activation: 'swish' is not one of relu|gelu|tanh" "${SMALL[@]}" --activation swish
 bad "--layers: '16,,x' is not a comma-separated list" "${SMALL[@]}" --layers 16,,x
+bad "--layers: '16,' ends in a comma" "${SMALL[@]}" --layers 16,
 bad "--steps: missing value" "${SMALL[@]}" --steps
 bad "unexpected argument 'oops'" "${SMALL[@]}" oops
 bad "nofile.h5: cannot open data file" "${SMALL[@]}" --data nofile.h5
@@ -59,6 +60,20 @@ grep -q "dense_1/kernel: checkpoint \[16,4\] vs model \[16,8\]" last.err || { ca
 grep -q "dense_2/kernel/Adam_1: checkpoint \[4,3\] vs model \[8,3\]" last.err || fail "slot mismatch"
 [ "$(grep -c '^mtrain: error: ' last.err)" = 12 ] || { cat last.err; fail "want one line per mismatch (12)"; }
 [ ! -e out.ck ] || fail "output written after a mismatched checkpoint"
+
+# Resuming on another training set: the data position would mean other rows.
+"$MKDATA" synth other-rows.h5 56 12 3 11
+rm -rf out.ck
+expect_status 2 "$MTRAIN" "${SMALL[@]}" --data other-rows.h5 --layers 16,4 --ckpt-dir out.ck \
+	--resume other/ckpt-00000002.h5
+grep -q "written for a training set of 84 rows, --data other-rows.h5 has 56" last.err ||
+	{ cat last.err; fail "resume on other data"; }
+
+# mtrain eval on labels the checkpoint's model has no class for.
+"$MKDATA" synth five.h5 30 12 5 3
+expect_status 2 "$MTRAIN" eval --ckpt other/ckpt-00000002.h5 --eval-data five.h5 --device cpu
+grep -q "five.h5: y\[[0-9]*\] = [34] but the checkpoint's model has 3 classes" last.err ||
+	{ cat last.err; fail "eval labels beyond the model's classes"; }
 
 # Under mpirun every rank exits 2, one line in all, and none hangs.
 expect_status 2 ranks 3 "${SMALL[@]}" --ckpt-dir out.ck --data bad-nan.h5

@@ -23,4 +23,13 @@ grep -q "raw loss" eval.txt && grep -q "ema loss" eval.txt || fail "eval output"
 acc=$(awk '/^eval step 12/ {print $NF}' log)
 grep -q "ema loss .* acc $acc " eval.txt || { cat log eval.txt; fail "eval disagrees with training"; }
 expect_status 2 "$MTRAIN" inspect nothing.h5
+# --keep: the newest 2 stay; --metrics may live in the --ckpt-dir this run creates.
+ranks 2 "${SMALL[@]}" --steps 12 --ckpt-every 2 --keep 2 --ckpt-dir kept --metrics kept/m.jsonl >/dev/null
+[ "$(ls kept | tr '\n' ' ')" = "ckpt-00000010.h5 ckpt-00000012.h5 m.jsonl " ] || { ls kept; fail "--keep 2"; }
+# A fresh run in that folder keeps its own checkpoints and leaves the
+# other run's later ones alone, with a warning.
+"$MTRAIN" "${SMALL[@]}" --steps 4 --keep 1 --ckpt-dir kept --resume never >/dev/null 2>err
+grep -q "holds kept/ckpt-00000012.h5 from another run" err || { cat err; fail "no warning"; }
+[ "$(ls kept | tr '\n' ' ')" = "ckpt-00000004.h5 ckpt-00000010.h5 ckpt-00000012.h5 m.jsonl " ] ||
+	{ ls kept; fail "pruning touched the other run or dropped this one's"; }
 pass "help, version, inspect, eval"

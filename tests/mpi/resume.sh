@@ -16,6 +16,25 @@ for n in 1 2; do
 		same_ckpt straight$n/ckpt-00000020.h5 $dir/ckpt-00000020.h5
 	done
 done
+# 3 ranks, momentum, shadows broadcast every step or every 7: resumed from a
+# checkpoint the 20-step run itself wrote mid-epoch (--ckpt-every 7).
+for sync in 1 7; do
+	F=("${SMALL[@]}" --optimizer momentum --nesterov --lr 0.05 --ema-sync-every $sync --ckpt-every 7)
+	ranks 3 "${F[@]}" --steps 20 --ckpt-dir m$sync >/dev/null
+	mkdir r$sync
+	cp m$sync/ckpt-00000014.h5 r$sync/
+	ranks 3 "${F[@]}" --steps 20 --ckpt-dir r$sync >log
+	grep -q "resumed from r$sync/ckpt-00000014.h5 at step 14" log || fail "no resume at 14"
+	same_ckpt m$sync/ckpt-00000020.h5 r$sync/ckpt-00000020.h5
+done
+# The loop hands the EMA the number of completed updates: between two
+# consecutive checkpoints the shadows moved by exactly TF's rule.
+ranks 2 "${FLAGS[@]}" --ema-decay 0.999 --ema-sync-every 1 --steps 3 --ckpt-every 1 --ckpt-dir e >/dev/null
+for s in 1 2; do
+	"$CMP" --ema-step e/ckpt-0000000$s.h5 e/ckpt-0000000$((s + 1)).h5 0.999 || fail "EMA rule at step $((s + 1))"
+done
+"$CMP" --ema-step e/ckpt-00000001.h5 e/ckpt-00000003.h5 0.999 >/dev/null 2>&1 &&
+	fail "--ema-step accepted checkpoints two steps apart"
 # --resume never starts afresh even with checkpoints present.
 ranks 1 "${FLAGS[@]}" --steps 12 --ckpt-dir resumed1-10 --resume never >log
 grep -q "resumed from" log && fail "--resume never resumed"

@@ -8,7 +8,8 @@ FLAGS=("${SMALL[@]}" --eval-data none --log-every 1000)
 # trap kills it should the test fail before it stops.
 "$MPIRUN" --oversubscribe -np 2 "$MTRAIN" "${FLAGS[@]}" --steps 100000000 --ckpt-dir ck >log &
 pid=$!
-sleep 3
+for _ in $(seq 100); do grep -q "^step " log && break; sleep 0.2; done
+grep -q "^step " log || { kill -9 $pid; fail "training did not start"; }
 kill -USR1 $pid
 status=0
 wait $pid || status=$?

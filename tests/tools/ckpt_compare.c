@@ -5,6 +5,11 @@
  *   ckpt_compare --names A    exactly one ExponentialMovingAverage shadow per
  *                             trainable variable, Keras-style names, no
  *                             replica index anywhere
+ *   ckpt_compare --ema-step A B DECAY   B is one step after A: every shadow
+ *                             of B is A's moved by TF's rule with B's global
+ *                             step t (completed updates) and B's variables,
+ *                             shadow - (1 - d)(shadow - w), d = min(DECAY,
+ *                             (1 + t) / (10 + t)), to 1e-6 relative
  * Exit status 0 when the check holds, 1 otherwise (reasons on stderr). */
 #include "ckpt.h"
 #include "log.h"
@@ -136,12 +141,62 @@ static int check_names(const char *path)
 	return bad || trainable == 0;
 }
 
+/* The EMA rule written out again here, from TF's documentation, so the
+ * test does not take mtrain's word for it. */
+static int check_ema_step(const char *pa, const char *pb, double decay)
+{
+	struct ckpt_var *a, *b;
+	struct ckpt_meta ma, mb;
+	int na, nb, bad = 0, shadows = 0;
+	if (ckpt_read_all(pa, &a, &na, &ma) || ckpt_read_all(pb, &b, &nb, &mb)) {
+		fprintf(stderr, "ckpt_compare: %s\n", user_error_text());
+		return 1;
+	}
+	long t = mb.global_step;
+	float rule = (float)(1.0 + (double)t) / (float)(10.0 + (double)t);
+	float d = rule < (float)decay ? rule : (float)decay;
+	const char *suffix = "/ExponentialMovingAverage";
+	for (int i = 0; i < nb; i++) {
+		const char *s = strstr(b[i].name, suffix);
+		if (!s || s[strlen(suffix)])
+			continue;
+		char var[CKPT_NAME_LEN];
+		snprintf(var, sizeof(var), "%.*s", (int)(s - b[i].name), b[i].name);
+		const struct ckpt_var *sa = find(a, na, b[i].name), *wb = find(b, nb, var);
+		if (!sa || !wb || cells(sa) != cells(&b[i])) {
+			fprintf(stderr, "%s: missing in %s\n", b[i].name, sa ? pb : pa);
+			bad = 1;
+			continue;
+		}
+		shadows++;
+		for (size_t k = 0; k < cells(&b[i]); k++) {
+			float want = sa->data[k] - (1.0f - d) * (sa->data[k] - wb->data[k]);
+			double err = fabs((double)b[i].data[k] - want) / fmax(fabs(want), 1e-3);
+			if (err > 1e-6) {
+				fprintf(stderr, "%s[%zu] = %.9g, want %.9g (d = %.9g at step %ld)\n",
+					b[i].name, k, b[i].data[k], want, d, t);
+				bad = 1;
+				break;
+			}
+		}
+	}
+	printf("%s -> %s: %d shadows, step %ld, d %.6f: %s\n", pa, pb, shadows, t, d,
+	       bad ? "WRONG" : "as TF's rule");
+	ckpt_free_vars(a, na);
+	ckpt_free_vars(b, nb);
+	free(ma.config);
+	free(mb.config);
+	return bad || shadows == 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 5 && !strcmp(argv[1], "--ema-step"))
+		return check_ema_step(argv[2], argv[3], atof(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "--names"))
 		return check_names(argv[2]);
 	if (argc == 3 || argc == 4)
 		return compare(argv[1], argv[2], argc == 4 ? atof(argv[3]) : 0.0, argc == 3);
-	fprintf(stderr, "usage: ckpt_compare A B [RTOL] | ckpt_compare --names A\n");
+	fprintf(stderr, "usage: ckpt_compare A B [RTOL] | --names A | --ema-step A B DECAY\n");
 	return 2;
 }

@@ -332,7 +332,18 @@ static void check_list_prune(const char *root, struct fixture *f)
 		EXPECT_STR(paths[i], path);
 	}
 
-	ckpt_prune(dir, 2);
+	/* Files above the step given belong to another run: left alone. */
+	ckpt_prune(dir, 1, 40);
+	EXPECT(ckpt_list(dir, paths, 8) == 2);
+	snprintf(path, sizeof(path), "%s/%s", dir, want[2]);
+	EXPECT(access(path, F_OK) != 0);
+	meta.global_step = 5;
+	EXPECT(ckpt_write(dir, f->vars, 2, &meta) == 0);
+	/* A crashed write's temporary file goes too. */
+	snprintf(path, sizeof(path), "%s/.ckpt-00000009.h5.tmp", dir);
+	EXPECT(fixture_write_file(path, "x", 1) == 0);
+	ckpt_prune(dir, 2, 1000);
+	EXPECT(access(path, F_OK) != 0);
 	EXPECT(ckpt_list(dir, paths, 8) == 2);
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, want[i]);

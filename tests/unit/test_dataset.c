@@ -235,7 +235,7 @@ static void check_bad_files(void)
 	int32_t big[4] = {0, 1, 5, 2};
 	path_in(path, sizeof(path), "beyond.h5");
 	EXPECT(dataset_write(path, NULL, xf, big, 4, 3, 3) == 0);
-	expect_load_error(path, "label 5", "num_classes = 3");
+	expect_load_error(path, "labels go up to 5", "num_classes = 3");
 
 	const hsize_t xd2[2] = {4, 3};
 	path_in(path, sizeof(path), "rows.h5");
