@@ -1,5 +1,4 @@
 /* The helpers of check.h shared by every library's check macro. */
-#include "backend.h"
 #include "check.h"
 #include "log.h"
 
