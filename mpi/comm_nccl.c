@@ -14,7 +14,6 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define NCCL_CHECK(call)                                                       \
 	do {                                                                   \
@@ -33,13 +32,6 @@ struct nccl_state {
 	double timeout;         /* seconds, e.g. 300 */
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Gives up on a collective: abort NCCL, say who and what, abort MPI. */
 static _Noreturn void give_up(struct comm *c, struct nccl_state *s, const char *op,
 			      const char *why)
@@ -56,7 +48,7 @@ static _Noreturn void give_up(struct comm *c, struct nccl_state *s, const char *
  * communicator returns ncclInProgress from its calls). */
 static void settle(struct comm *c, struct nccl_state *s, const char *op)
 {
-	double start = now();
+	double start = log_now();
 	for (;;) {
 		ncclResult_t e = ncclSuccess;
 		NCCL_CHECK(ncclCommGetAsyncError(s->comm, &e));
@@ -64,7 +56,7 @@ static void settle(struct comm *c, struct nccl_state *s, const char *op)
 			return;
 		if (e != ncclInProgress)
 			give_up(c, s, op, ncclGetErrorString(e));
-		if (now() - start > s->timeout)
+		if (log_now() - start > s->timeout)
 			give_up(c, s, op, "did not complete within --comm-timeout");
 	}
 }
@@ -73,7 +65,7 @@ static void settle(struct comm *c, struct nccl_state *s, const char *op)
 static void wait_collectives(struct comm *c, struct nccl_state *s, const char *op)
 {
 	CUDA_CHECK(cudaEventRecord(s->reduced, s->stream));
-	double start = now();
+	double start = log_now();
 	for (;;) {
 		cudaError_t q = cudaEventQuery(s->reduced);
 		if (q == cudaSuccess)
@@ -84,7 +76,7 @@ static void wait_collectives(struct comm *c, struct nccl_state *s, const char *o
 		NCCL_CHECK(ncclCommGetAsyncError(s->comm, &e));
 		if (e != ncclSuccess && e != ncclInProgress)
 			give_up(c, s, op, ncclGetErrorString(e));
-		if (now() - start > s->timeout)
+		if (log_now() - start > s->timeout)
 			give_up(c, s, op, "did not complete within --comm-timeout");
 	}
 	/* Later compute reads the sums. */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 static int g_rank, g_size = 1, g_device = -1;
 static char g_host[64] = "?";
@@ -15,6 +16,13 @@ void log_set_identity(int rank, int size, const char *host)
 	g_rank = rank;
 	g_size = size;
 	snprintf(g_host, sizeof(g_host), "%s", host);
+}
+
+double log_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int log_rank(void) { return g_rank; }

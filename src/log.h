@@ -19,6 +19,9 @@ const char *log_host(void);
 void log_set_device(int device);
 int log_device(void);
 
+/* Seconds on a monotonic clock, for rates and timeouts. */
+double log_now(void);
+
 /* Prints a line to stdout on rank 0 only. */
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "mtrain: warning: ..." to stderr on rank 0 only. */

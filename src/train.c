@@ -64,20 +64,13 @@ static volatile sig_atomic_t g_stop_signal;
 
 static void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A phase boundary: waits for the backend when profiling so the time lands
  * in the right phase. */
 static double mark(struct trainer *t)
 {
 	if (t->profile)
 		t->be->synchronize();
-	return now();
+	return log_now();
 }
 
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
@@ -681,7 +674,7 @@ static int train_loop(struct trainer *t)
 	struct comm *c = t->comm;
 	long first_step = t->global_step, interval_steps = 0;
 	long rows = 0; /* this rank's rows since the last progress line */
-	double t_interval = now();
+	double t_interval = log_now();
 	/* The closing timing line is steady state: it leaves out the first
 	 * steps (lazy start-up on a GPU), evaluations and checkpoints. */
 	long warm = t->total_steps - first_step > 50 ? 5 : 0;
@@ -692,7 +685,7 @@ static int train_loop(struct trainer *t)
 		if (t->global_step - first_step == warm && warm) {
 			t->be->synchronize();
 			memset(&t->t, 0, sizeof(t->t));
-			t_start = now();
+			t_start = log_now();
 			t_aside = 0;
 		}
 		t->pos++;
@@ -708,7 +701,7 @@ static int train_loop(struct trainer *t)
 			double sums[2] = {stats[0], (double)rows};
 			comm_sum_host(c, sums, 2);
 			/* Evaluations and checkpoints are not training speed. */
-			double tn = now(), dt = tn - t_interval - aside_in_interval;
+			double tn = log_now(), dt = tn - t_interval - aside_in_interval;
 			double per_step = dt / (double)interval_steps;
 			log_info("step %ld/%ld epoch %ld loss %.4f lr %.3e samples/s %.0f eta %.0fs",
 				 t->global_step, t->total_steps, t->epoch + (t->pos ? 1 : 0),
@@ -727,13 +720,14 @@ static int train_loop(struct trainer *t)
 		int ckpt = epoch_end || last || (cfg->ckpt_every && t->global_step % cfg->ckpt_every == 0);
 		if (eval || ckpt) {
 			t->be->synchronize(); /* pending steps count as training */
-			double t0 = now();
+			double t0 = log_now();
 			if (eval)
 				run_eval(t);
 			if (ckpt && save_checkpoint(t))
 				return 1;
-			t_aside += now() - t0;
-			aside_in_interval += now() - t0;
+			double aside = log_now() - t0;
+			t_aside += aside;
+			aside_in_interval += aside;
 		}
 		/* Every rank stops at the same step: agreement on the signal flag. */
 		if (comm_any(c, g_stop_signal) && !last) {
@@ -745,7 +739,7 @@ static int train_loop(struct trainer *t)
 		}
 	}
 	t->be->synchronize();
-	report_timing(t, t->global_step - first_step - warm, now() - t_start - t_aside);
+	report_timing(t, t->global_step - first_step - warm, log_now() - t_start - t_aside);
 	return 0;
 }
 

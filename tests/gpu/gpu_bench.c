@@ -4,6 +4,7 @@
  * of repeated runs after a warm-up. Skips (77) without a GPU.
  *   gpu_bench            prints "cublas fp32 n 4096 tflops ..." and so on */
 #include "gpu.h"
+#include "log.h"
 #include "rng.h"
 
 #include <math.h>
@@ -11,13 +12,6 @@
 #include <time.h>
 
 #define REPEATS 7
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int by_value(const void *a, const void *b)
 {
@@ -33,11 +27,11 @@ static double median_time(const struct backend *be, op_fn op, void *ctx, int inn
 	op(ctx);
 	be->synchronize();
 	for (int r = 0; r < REPEATS; r++) {
-		double t0 = now();
+		double t0 = log_now();
 		for (int i = 0; i < inner; i++)
 			op(ctx);
 		be->synchronize();
-		t[r] = (now() - t0) / inner;
+		t[r] = (log_now() - t0) / inner;
 	}
 	qsort(t, REPEATS, sizeof(double), by_value);
 	return t[REPEATS / 2];
