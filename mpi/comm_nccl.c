@@ -32,14 +32,15 @@ struct nccl_state {
 	double timeout;         /* seconds, e.g. 300 */
 };
 
-/* Gives up on a collective: abort NCCL, say who and what, abort MPI. */
+/* Gives up on a collective: say who and what first (the abort itself may
+ * block on a wedged device), then abort NCCL, then MPI. */
 static _Noreturn void give_up(struct comm *c, struct nccl_state *s, const char *op,
 			      const char *why)
 {
-	ncclCommAbort(s->comm);
 	fprintf(stderr, "mtrain: error: rank %d on %s: NCCL %s %s; aborting the job\n", c->rank,
 		c->host, op, why);
 	fflush(stderr);
+	ncclCommAbort(s->comm);
 	MPI_Abort(MPI_COMM_WORLD, 1);
 	exit(1);
 }
