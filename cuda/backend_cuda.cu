@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
+
 static struct {
 	int device;            /* ordinal this rank uses, e.g. 0 */
 	cudaStream_t stream;   /* compute stream */
@@ -177,18 +179,40 @@ extern "C" const struct backend *backend_cuda_open(int local_rank, int local_siz
 		return &cuda_table;
 	int count = 0;
 	cudaError_t rc = cudaGetDeviceCount(&count);
-	if (rc != cudaSuccess || count == 0) {
+	/* No device, or no driver at all (the runtime then finds none that is
+	 * recent enough): this rank has no GPU. */
+	if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver ||
+	    (rc == cudaSuccess && count == 0)) {
 		snprintf(reason, sizeof(reason), "no GPU visible to this rank (%s)",
 			 rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
 		*why = reason;
 		return NULL;
 	}
-	g.device = count == 1 ? 0 : local_rank % count;
-	CUDA_CHECK(cudaSetDevice(g.device));
+	/* A GPU that is there but cannot be used (a driver fault, a device
+	 * another process holds in exclusive mode) is an error, not a reason to
+	 * fall back to the CPU unnoticed. cudaFree(0) creates the context. */
+	if (rc == cudaSuccess) {
+		g.device = count == 1 ? 0 : local_rank % count;
+		rc = cudaSetDevice(g.device);
+		if (rc == cudaSuccess)
+			rc = cudaFree(0);
+	}
+	if (rc != cudaSuccess) {
+		snprintf(reason, sizeof(reason), "a GPU is there but cannot be used (%s)",
+			 cudaGetErrorString(rc));
+		*why = reason;
+		*fatal = 1;
+		return NULL;
+	}
 	log_set_device(g.device);
 	CUDA_CHECK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
 	CUBLAS_CHECK(cublasCreate(&g.blas));
 	CUBLAS_CHECK(cublasSetStream(g.blas, g.stream));
+	/* cuBLAS's workspace, taken now like all device memory rather than on
+	 * the first product (32 MiB, NVIDIA's figure for Hopper). */
+	void *workspace = NULL;
+	CUDA_CHECK(cudaMalloc(&workspace, CUBLAS_WORKSPACE_BYTES));
+	CUBLAS_CHECK(cublasSetWorkspace(g.blas, workspace, CUBLAS_WORKSPACE_BYTES));
 	/* Default math: fp32 products stay fp32 (TF32 only when asked for). */
 	CUBLAS_CHECK(cublasSetMathMode(g.blas, CUBLAS_DEFAULT_MATH));
 	g.compute = CUBLAS_COMPUTE_32F;
