@@ -1,6 +1,9 @@
 /* The NCCL communicator on device memory, one GPU per rank (run under
  * mpirun with as many ranks as GPUs): all-reduce in buckets, then broadcast,
- * checked value by value. Skips (77) without a GPU. */
+ * checked value by value. The inputs arrive by asynchronous copies on the
+ * compute stream and the results leave by a device copy on it, so a
+ * collective that did not wait for compute, or compute that did not wait
+ * for the collective, reads wrong values. Skips (77) without a GPU. */
 #include "comm.h"
 #include "gpu.h"
 #include "unit.h"
@@ -8,7 +11,7 @@
 #include <mpi.h>
 #include <string.h>
 
-#define N 1000003 /* odd, and large enough for NCCL's ring to chunk */
+#define N 4000037 /* odd, 16 MB: NCCL chunks it, and a copy takes a while */
 
 int main(int argc, char **argv)
 {
@@ -26,15 +29,18 @@ int main(int argc, char **argv)
 	}
 	comm_attach_device(&c, be, 60.0);
 	EXPECT(!strcmp(c.ops->name, "nccl"));
-	float *h = malloc(N * sizeof(float)), *d = be->alloc(N * sizeof(float));
+	size_t bytes = N * sizeof(float);
+	float *h = be->alloc_host(bytes), *d = be->alloc(bytes), *out = be->alloc(bytes);
 	for (size_t i = 0; i < N; i++)
 		h[i] = (float)(c.rank + 1) * (float)(i % 7);
-	be->copy_in(d, h, N * sizeof(float));
-	/* Two buckets, started back to back, completed by one wait. */
+	/* Two buckets, started right behind the copy that fills them, back to
+	 * back, completed by one wait; then read on the compute stream. */
+	be->copy_in_async(d, h, bytes);
 	c.ops->allreduce_start(&c, d + N / 2, N - N / 2);
 	c.ops->allreduce_start(&c, d, N / 2);
 	c.ops->allreduce_wait(&c);
-	be->copy_out(h, d, N * sizeof(float));
+	be->copy(out, d, bytes);
+	be->copy_out(h, out, bytes);
 	float ranks_sum = (float)c.size * (float)(c.size + 1) / 2.0f;
 	int wrong = 0;
 	for (size_t i = 0; i < N; i++)
@@ -42,15 +48,19 @@ int main(int argc, char **argv)
 	EXPECT(wrong == 0);
 	for (size_t i = 0; i < N; i++)
 		h[i] = c.rank == 0 ? (float)i : -1.0f;
-	be->copy_in(d, h, N * sizeof(float));
+	be->copy_in_async(d, h, bytes);
 	c.ops->bcast(&c, d, N, 0);
-	be->copy_out(h, d, N * sizeof(float));
+	be->copy(out, d, bytes);
+	be->copy_out(h, out, bytes);
 	wrong = 0;
 	for (size_t i = 0; i < N; i++)
 		wrong += h[i] != (float)i;
 	EXPECT(wrong == 0);
+	if (c.rank == 0)
+		printf("nccl_comm: %d ranks\n", c.size);
 	be->free(d);
-	free(h);
+	be->free(out);
+	be->free_host(h);
 	int status = unit_done("nccl_comm");
 	int any_bad = comm_any(&c, status != 0);
 	comm_finalize(&c);

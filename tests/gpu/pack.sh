@@ -38,6 +38,8 @@ skip='^(linux-vdso|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|ld-linux|lib
 		[[ $path == "$ompi"/* ]] && continue
 		cp -L "$path" "$CARRY/lib/$name"
 	done
+# The source this build was made from, checked by check.sh before it trusts it.
+tests/gpu/source_hash.sh >"$CARRY/SOURCE"
 newest=$(find "$CARRY" -type f \( -name '*.so*' -o -path "$CARRY/build/*" \) -print0 |
 	xargs -0 objdump -T 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -t. -k2,2n -k3,3n -u | tail -n 1)
 tar -cJf .carry.tar.xz "$CARRY"
