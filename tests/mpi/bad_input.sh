@@ -50,6 +50,7 @@ bad "--batch 100 is larger than the training set" "${SMALL[@]}" --batch 100
 if ! "$MTRAIN_BUILD/tests/gpu/gpu_probe" >/dev/null; then
 	bad "--device cuda: " "${SMALL[@]}" --device cuda
 fi
+bad "--precision bf16: the cpu backend computes in fp32 only" "${SMALL[@]}" --precision bf16
 bad "corrupt.h5: not a readable HDF5 file" "${SMALL[@]}" --resume corrupt.h5
 bad "--ckpt-dir nodir/sub: cannot create it in nodir" "${SMALL[@]}" --ckpt-dir nodir/sub
 
