@@ -511,7 +511,10 @@ static int check_writable(const char *flag, const char *path, int dir, const cha
 }
 
 /* Whether two ranks of one node got the same GPU (collective). With
- * is_error, the later of the two records a user error naming both. */
+ * is_error, the later of the two records a user error naming both. The
+ * node is the one NCCL sees: NCCL_HOSTID when it is set (NCCL then takes
+ * the ranks for different hosts and connects them over the network, which
+ * works on one GPU, slowly), the host name otherwise. */
 static int shared_gpu(const struct backend *be, struct comm *c, int is_error)
 {
 	struct who {
@@ -519,7 +522,8 @@ static int shared_gpu(const struct backend *be, struct comm *c, int is_error)
 		char device[64];
 	} me, *all = xcalloc((size_t)c->size, sizeof(*all));
 	memset(&me, 0, sizeof(me));
-	snprintf(me.host, sizeof(me.host), "%s", c->host);
+	const char *nccl_host = getenv("NCCL_HOSTID");
+	snprintf(me.host, sizeof(me.host), "%s", nccl_host && *nccl_host ? nccl_host : c->host);
 	be->device_id(me.device, sizeof(me.device));
 	comm_allgather_host(c, &me, all, sizeof(me));
 	int shared = 0;

@@ -2,7 +2,8 @@
 # GPU matches the CPU run's weights to 1e-4 relative (cuBLAS and OpenBLAS sum
 # in different orders); checkpoints written on the GPU resume on the CPU and
 # the reverse; bf16 trains; --device auto picks CUDA + NCCL and says so; more
-# ranks than GPUs on a node fail with a message, not a hang. Skips (77)
+# ranks than GPUs on a node fail with a message, not a hang; two ranks train
+# through NCCL (on one GPU too, as two hosts to NCCL). Skips (77)
 # without a GPU; fails if the GPU is there but unusable. Each block runs on
 # even when an earlier one failed (a GPU run is scarce), and the test fails
 # if any did.
@@ -15,12 +16,28 @@ make_data
 # Every GPU run gives up on a stuck collective long before the test does.
 FLAGS=("${SMALL[@]}" --optimizer momentum --lr 0.05 --comm-timeout 30)
 one() { timeout 60 "$MTRAIN" "$@"; }
+# two_hosts ARGS...: mtrain on 2 ranks that NCCL takes for two hosts
+# (NCCL_HOSTID), so that even on one GPU the NCCL path runs for real, over
+# sockets on loopback.
+two_hosts() {
+	NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo timeout 120 "$MPIRUN" --oversubscribe -np 2 \
+		sh -c 'NCCL_HOSTID=mtrain-$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$MTRAIN" "$@"
+}
 
 gpu_matches_cpu() {
 	one "${FLAGS[@]}" --device cpu --steps 20 --ckpt-dir cpu >/dev/null
 	one "${FLAGS[@]}" --device cuda --steps 20 --ckpt-dir gpu >log
 	grep -q "backend cuda, communicator nccl" log || { cat log; fail "first line does not say cuda + nccl"; }
 	same_ckpt cpu/ckpt-00000020.h5 gpu/ckpt-00000020.h5 1e-4
+}
+
+# Two ranks through NCCL: gradient buckets all-reduced during backward, the
+# EMA broadcast from rank 0, rank 0's checkpoint; the same model as one CPU
+# rank trains.
+nccl_two_ranks() {
+	two_hosts "${FLAGS[@]}" --device cuda --steps 20 --ckpt-dir nccl2 >log
+	grep -q "backend cuda, communicator nccl" log || { cat log; fail "2 ranks: not cuda + nccl"; }
+	same_ckpt cpu/ckpt-00000020.h5 nccl2/ckpt-00000020.h5 1e-4
 }
 
 # Written on one, resumed on the other.
@@ -67,7 +84,7 @@ shared_gpu() {
 }
 
 failed=0
-for block in gpu_matches_cpu checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
+for block in gpu_matches_cpu nccl_two_ranks checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
 	status=0
 	set +e
 	(set -e; "$block")
