@@ -58,10 +58,22 @@ static char *get_str_attr(hid_t obj, const char *key)
 	hid_t a = H5Aopen(obj, key, H5P_DEFAULT);
 	hid_t ft = H5Aget_type(a);
 	char *out = NULL;
-	if (H5Tget_class(ft) == H5T_STRING && !H5Tis_variable_str(ft)) {
+	/* Fixed-length (as mtrain writes) or variable-length (as h5py does). */
+	if (H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) > 0) {
+		hid_t mt = H5Tcopy(H5T_C_S1);
+		H5Tset_size(mt, H5T_VARIABLE);
+		H5Tset_cset(mt, H5Tget_cset(ft));
+		char *vl = NULL;
+		if (H5Aread(a, mt, &vl) >= 0 && vl)
+			out = xstrdup(vl);
+		if (vl)
+			H5free_memory(vl);
+		H5Tclose(mt);
+	} else if (H5Tget_class(ft) == H5T_STRING) {
 		size_t n = H5Tget_size(ft);
 		hid_t mt = H5Tcopy(H5T_C_S1);
 		H5Tset_size(mt, n + 1);
+		H5Tset_cset(mt, H5Tget_cset(ft));
 		out = xcalloc(n + 1, 1);
 		if (H5Aread(a, mt, out) < 0) {
 			free(out);
@@ -168,10 +180,25 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 struct entry {
 	char name[CKPT_NAME_LEN];
 	char path[CKPT_NAME_LEN];
-	int ndim;
+	int ndim;             /* as stored; only 1 and 2 pass open_ckpt */
 	long shape[2];
+	char dtype[16];       /* e.g. "float32", "int64", "string" */
 	int used;
 };
+
+/* A short name of an HDF5 type: float32, int64, uint8, string, ... */
+static void dtype_text(hid_t type, char *buf, size_t len)
+{
+	size_t bits = 8 * H5Tget_size(type);
+	switch (H5Tget_class(type)) {
+	case H5T_FLOAT: snprintf(buf, len, "float%zu", bits); break;
+	case H5T_INTEGER:
+		snprintf(buf, len, "%sint%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", bits);
+		break;
+	case H5T_STRING: snprintf(buf, len, "string"); break;
+	default: snprintf(buf, len, "non-numeric"); break;
+	}
+}
 
 struct listing {
 	struct entry *e;
@@ -199,14 +226,14 @@ static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, voi
 	snprintf(e->name, sizeof(e->name), "%s", name ? name : path);
 	free(name);
 	snprintf(e->path, sizeof(e->path), "%s", path);
-	hid_t space = H5Dget_space(ds);
-	hsize_t dims[2] = {0, 0};
+	hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+	hsize_t dims[H5S_MAX_RANK] = {0};
 	e->ndim = H5Sget_simple_extent_ndims(space);
-	if (e->ndim > 2)
-		e->ndim = 2;
 	H5Sget_simple_extent_dims(space, dims, NULL);
 	e->shape[0] = (long)dims[0];
 	e->shape[1] = (long)dims[1];
+	dtype_text(type, e->dtype, sizeof(e->dtype));
+	H5Tclose(type);
 	H5Sclose(space);
 	H5Dclose(ds);
 	l->n++;
@@ -248,6 +275,30 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 	hsize_t idx = 0;
 	if (H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, &idx, collect, l) < 0) {
 		user_error("%s: cannot list the checkpoint's datasets (corrupt?)", path);
+		free(l->e);
+		H5Fclose(file);
+		return -2;
+	}
+	/* Every variable float32 of rank 1 or 2 (global_step an int64 [1]), and
+	 * each logical name once: anything else was not written by mtrain. */
+	for (int i = 0; i < l->n; i++) {
+		const struct entry *e = &l->e[i];
+		int is_step = !strcmp(e->name, "global_step");
+		const char *want = is_step ? "int64" : "float32";
+		int bad_rank = is_step ? e->ndim != 1 || e->shape[0] != 1 : e->ndim < 1 || e->ndim > 2;
+		const char *dup = NULL;
+		for (int j = 0; j < i && !dup; j++)
+			if (!strcmp(l->e[j].name, e->name))
+				dup = l->e[j].path;
+		if (dup)
+			user_error("%s: %s is stored twice (as %s and %s)", path, e->name, dup, e->path);
+		else if (strcmp(e->dtype, want))
+			user_error("%s: %s is %s; expected %s", path, e->name, e->dtype, want);
+		else if (bad_rank)
+			user_error("%s: %s has %d dimensions; expected %s", path, e->name, e->ndim,
+				   is_step ? "shape [1]" : "1 or 2");
+		else
+			continue;
 		free(l->e);
 		H5Fclose(file);
 		return -2;

@@ -48,7 +48,10 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 /* Reads path into vars by name with strict shape checks. Returns 0; -1 with a
  * user_error listing one line per mismatch (missing, extra unless
  * allow_extra, or differently shaped variable); -2 with a user_error when the
- * file cannot be opened or fails its checksums. meta->config is malloc'd. */
+ * file cannot be opened, fails its checksums, or holds what mtrain never
+ * writes (a variable not float32 of rank 1 or 2, a name stored twice).
+ * String attributes may be fixed- or variable-length. meta->config is
+ * malloc'd. */
 int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	      struct ckpt_meta *meta);
 /* Reads only the root attributes of path. 0, or -2 with a user_error. */

@@ -45,3 +45,10 @@ void *xcalloc(size_t n, size_t size)
 	ALLOC_CHECK(p);
 	return p;
 }
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	ALLOC_CHECK(p);
+	return p;
+}

@@ -47,6 +47,7 @@ const char *mpi_error_text(int rc);
 /* malloc that never returns NULL (aborts through check_fail instead). */
 void *xmalloc(size_t bytes);
 void *xcalloc(size_t n, size_t size);
+char *xstrdup(const char *s);
 
 #ifdef __cplusplus
 }

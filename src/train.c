@@ -253,9 +253,10 @@ static void warn_newer_checkpoints(struct trainer *t, long start)
 {
 	char (*paths)[1024] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
 	long newest = -1;
-	if (ckpt_list(t->cfg->ckpt_dir, paths, CKPT_MAX_FILES) > 0)
+	int n = ckpt_list(t->cfg->ckpt_dir, paths, CKPT_MAX_FILES);
+	if (n > 0)
 		sscanf(strrchr(paths[0], '/') + 1, "ckpt-%ld.h5", &newest);
-	if (newest > start)
+	if (n > 0 && newest > start)
 		log_warn("%s holds %s from another run, past this run's step %ld: a later "
 			 "--resume auto would continue that run", t->cfg->ckpt_dir, paths[0], start);
 	free(paths);
@@ -299,6 +300,12 @@ static int resume(struct trainer *t)
 			user_error("%s: written for a training set of %ld rows, --data %s has %ld (the "
 				   "data position counts in its rows)", used, m.train_rows, cfg->data,
 				   t->train.n);
+		else if (used[0] && (m.epoch < 0 || m.step_in_epoch < 0 ||
+				     m.step_in_epoch >= t->steps_per_epoch ||
+				     m.global_step != m.epoch * t->steps_per_epoch + m.step_in_epoch))
+			user_error("%s: global_step %ld, epoch %ld and step_in_epoch %ld do not agree "
+				   "with %ld steps per epoch (edited or corrupt)", used, m.global_step,
+				   m.epoch, m.step_in_epoch, t->steps_per_epoch);
 	}
 	if (c->rank == 0 && !user_error_pending())
 		warn_newer_checkpoints(t, used[0] ? m.global_step : 0);
@@ -622,10 +629,11 @@ static int setup(struct trainer *t)
 		return -1;
 	/* Nothing is written before this point. */
 	if (c->rank == 0) {
-		if (mkdir(cfg->ckpt_dir, 0777) && errno != EEXIST)
+		int made = mkdir(cfg->ckpt_dir, 0777) == 0;
+		if (!made && errno != EEXIST)
 			user_error("--ckpt-dir %s: cannot create: %s", cfg->ckpt_dir, strerror(errno));
-		else
-			metrics_open(cfg->metrics);
+		else if (metrics_open(cfg->metrics) && made)
+			rmdir(cfg->ckpt_dir); /* the run did not start: leave nothing */
 	}
 	return comm_user_errors(c) ? -1 : 0;
 }

@@ -53,6 +53,28 @@ fi
 bad "--precision bf16: the cpu backend computes in fp32 only" "${SMALL[@]}" --precision bf16
 bad "corrupt.h5: not a readable HDF5 file" "${SMALL[@]}" --resume corrupt.h5
 bad "--ckpt-dir nodir/sub: cannot create it in nodir" "${SMALL[@]}" --ckpt-dir nodir/sub
+# A metrics file that cannot be opened: the --ckpt-dir made for it goes too.
+rm -rf out.ck
+expect_status 2 "$MTRAIN" "${SMALL[@]}" --ckpt-dir out.ck --metrics /proc/m.jsonl
+grep -q "^mtrain: error: --metrics /proc/m.jsonl: cannot open" last.err || { cat last.err; fail "metrics"; }
+[ ! -e out.ck ] || fail "--ckpt-dir left behind after a bad --metrics"
+
+# Checkpoints that mtrain did not write so (edited, or made by other tools):
+# one line each, from resume and inspect alike.
+"$MTRAIN" "${SMALL[@]}" --steps 8 --ckpt-dir good >/dev/null
+for defect in rank3 f64 dup step_in_epoch=100 global_step=-5 vlconfig; do
+	"$MKDATA" badckpt good/ckpt-00000008.h5 "b-$defect.h5" "$defect"
+done
+bad "b-rank3.h5: dense/kernel has 3 dimensions; expected 1 or 2" "${SMALL[@]}" --resume b-rank3.h5
+bad "b-f64.h5: dense/kernel is float64; expected float32" "${SMALL[@]}" --resume b-f64.h5
+bad "b-dup.h5: dense/kernel is stored twice" "${SMALL[@]}" --resume b-dup.h5
+bad "global_step 8, epoch 1 and step_in_epoch 100 do not agree with 6 steps per epoch" \
+	"${SMALL[@]}" --resume b-step_in_epoch=100.h5
+bad "global_step -5, epoch 1 and step_in_epoch 2 do not agree" "${SMALL[@]}" --resume b-global_step=-5.h5
+expect_status 2 "$MTRAIN" inspect b-rank3.h5
+grep -q "dense/kernel has 3 dimensions" last.err || { cat last.err; fail "inspect of a rank-3 variable"; }
+# A config attribute written as h5py writes strings (variable length) reads.
+expect_status 0 ranks 1 eval --ckpt b-vlconfig.h5 --device cpu
 
 # A checkpoint of another model: one line per mismatch, name and both shapes.
 rm -rf out.ck

@@ -4,6 +4,11 @@
  *   mkdata synth OUT N D C SEED [u8]   N rows, D features, C classes
  *   mkdata slice IN OUT FIRST COUNT    rows [FIRST, FIRST+COUNT) of IN
  *   mkdata bad OUT KIND                KIND: nan neglabel x1d int16 ylen noy
+ *   mkdata badckpt IN OUT KIND         a copy of checkpoint IN with one defect
+ *                                      in dense/kernel (rank3 f64 dup) or its
+ *                                      root (ATTR=VALUE: an int64 attribute),
+ *                                      or written as h5py would (vlconfig: the
+ *                                      config attribute a variable-length string)
  */
 #include "dataset.h"
 #include "log.h"
@@ -101,6 +106,85 @@ static int bad(const char *out, const char *kind)
 	return H5Fclose(file) < 0 ? -1 : 0;
 }
 
+static void put_attr(hid_t obj, const char *key, hid_t type, const void *value)
+{
+	if (H5Aexists(obj, key) > 0)
+		H5Adelete(obj, key);
+	hid_t space = H5Screate(H5S_SCALAR);
+	hid_t a = H5Acreate2(obj, key, type, space, H5P_DEFAULT, H5P_DEFAULT);
+	H5Awrite(a, type, value);
+	H5Aclose(a);
+	H5Sclose(space);
+}
+
+/* Replaces the matrix at path by one of another type holding the same
+ * values, or by a [rows, cols, 2] float32 array (rank3), named name. */
+static void restore_as(hid_t file, const char *path, const char *name, hid_t type, int rank3)
+{
+	hid_t ds = H5Dopen2(file, path, H5P_DEFAULT), space = H5Dget_space(ds);
+	hsize_t dims[3] = {0, 0, 2};
+	H5Sget_simple_extent_dims(space, dims, NULL);
+	size_t n = (size_t)dims[0] * dims[1];
+	double *v = malloc(sizeof(double) * n * 2);
+	H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+	memcpy(v + n, v, sizeof(double) * n);
+	H5Sclose(space);
+	H5Dclose(ds);
+	H5Ldelete(file, path, H5P_DEFAULT);
+	space = H5Screate_simple(rank3 ? 3 : 2, dims, NULL);
+	ds = H5Dcreate2(file, path, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+	hid_t str = H5Tcopy(H5T_C_S1);
+	H5Tset_size(str, strlen(name) + 1);
+	put_attr(ds, "name", str, name);
+	H5Tclose(str);
+	H5Dclose(ds);
+	H5Sclose(space);
+	free(v);
+}
+
+static int badckpt(const char *in, const char *out, const char *kind)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", in, out);
+	if (system(cmd))
+		return -1;
+	hid_t file = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
+	if (file < 0)
+		return -1;
+	const char *eq = strchr(kind, '=');
+	if (eq) {
+		char key[64];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - kind), kind);
+		int64_t value = strtoll(eq + 1, NULL, 10);
+		put_attr(file, key, H5T_NATIVE_INT64, &value);
+	} else if (!strcmp(kind, "rank3")) {
+		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_FLOAT, 1);
+	} else if (!strcmp(kind, "f64")) {
+		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_DOUBLE, 0);
+	} else if (!strcmp(kind, "dup")) {
+		H5Lcopy(file, "dense.kernel", file, "dense.kernel.again", H5P_DEFAULT, H5P_DEFAULT);
+	} else if (!strcmp(kind, "vlconfig")) {
+		hid_t a = H5Aopen(file, "config", H5P_DEFAULT), ft = H5Aget_type(a);
+		size_t len = H5Tget_size(ft);
+		char *text = calloc(len + 1, 1);
+		H5Aread(a, ft, text);
+		H5Tclose(ft);
+		H5Aclose(a);
+		hid_t vl = H5Tcopy(H5T_C_S1);
+		H5Tset_size(vl, H5T_VARIABLE);
+		H5Tset_cset(vl, H5T_CSET_UTF8);
+		put_attr(file, "config", vl, &text);
+		H5Tclose(vl);
+		free(text);
+	} else {
+		fprintf(stderr, "mkdata: unknown checkpoint defect '%s'\n", kind);
+		H5Fclose(file);
+		return -1;
+	}
+	return H5Fclose(file) < 0 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	int rc = -1;
@@ -111,9 +195,11 @@ int main(int argc, char **argv)
 		rc = slice(argv[2], argv[3], atol(argv[4]), atol(argv[5]));
 	else if (argc == 4 && !strcmp(argv[1], "bad"))
 		rc = bad(argv[2], argv[3]);
+	else if (argc == 5 && !strcmp(argv[1], "badckpt"))
+		rc = badckpt(argv[2], argv[3], argv[4]);
 	else
 		fprintf(stderr, "usage: mkdata synth OUT N D C SEED [u8] | slice IN OUT FIRST COUNT"
-				" | bad OUT KIND\n");
+				" | bad OUT KIND | badckpt IN OUT KIND\n");
 	if (rc && user_error_pending())
 		fprintf(stderr, "mkdata: %s\n", user_error_text());
 	return rc ? 1 : 0;
