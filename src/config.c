@@ -19,7 +19,8 @@ struct option_def {
 	enum opt_type type;
 	size_t offset;
 	double min, max;     /* numeric range, inclusive */
-	const char *choices; /* T_ENUM: "a|b|c" in enum order */
+	const char *choices; /* T_ENUM: "a|b|c" in enum order; T_FLOAT: the word
+			      * for "unset" (stored as -1), e.g. "default" */
 	const char *help;
 };
 
@@ -36,7 +37,7 @@ static const struct option_def options[] = {
 	{"beta1", T_FLOAT, OFF(beta1), 0, 0.999999, NULL, "Adam first-moment decay"},
 	{"beta2", T_FLOAT, OFF(beta2), 0, 0.999999, NULL, "Adam second-moment decay"},
 	{"eps", T_FLOAT, OFF(eps), 0, 1, NULL, "Adam epsilon"},
-	{"weight-decay", T_FLOAT, OFF(weight_decay), -1, 10, NULL, "weight decay: L2 for sgd/momentum/adam, decoupled for adamw (default 0; 0.01 for adamw)"},
+	{"weight-decay", T_FLOAT, OFF(weight_decay), 0, 10, "default", "weight decay: L2 for sgd/momentum/adam, decoupled for adamw (default 0; 0.01 for adamw)"},
 	{"schedule", T_ENUM, OFF(schedule), 0, 0, "constant|cosine|step", "learning-rate schedule after warm-up"},
 	{"warmup", T_LONG, OFF(warmup), 0, 1e12, NULL, "linear warm-up steps"},
 	{"lr-min", T_FLOAT, OFF(lr_min), 0, 100, NULL, "cosine schedule floor"},
@@ -269,6 +270,8 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 	}
 	default: {
 		double d;
+		if (o->type == T_FLOAT && o->choices && !strcmp(v, o->choices))
+			return *(float *)base = -1.0f, 0;
 		if (o->type == T_FLOAT)
 			d = strtod(v, &end);
 		else
@@ -291,7 +294,7 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 
 int config_parse_text(struct config *cfg, const char *text, const char *where)
 {
-	int lineno = 0;
+	int lineno = 0, set_at[N_OPTIONS] = {0}; /* the line that set each option */
 	const char *p = text;
 	while (*p) {
 		lineno++;
@@ -335,6 +338,10 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 			return user_error("%sa config file cannot name another (config = ...)", loc);
 		if (!o)
 			return unknown_option(loc, "", key);
+		if (set_at[o - options])
+			return user_error("%s'%s' is already set at line %d", loc, o->name,
+					  set_at[o - options]);
+		set_at[o - options] = lineno;
 		snprintf(loc, sizeof(loc), "%s:%d: %s", where, lineno, key);
 		if (set_option(cfg, o, val, loc))
 			return -1;
@@ -342,18 +349,25 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 	return 0;
 }
 
+/* Config files are a page of key = value lines: 1 MiB is far beyond one. */
+#define CONFIG_FILE_MAX (1 << 20)
+
 static int load_config_file(struct config *cfg, const char *path)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return user_error("--config %s: cannot open: %s", path, strerror(errno));
-	char *text = xmalloc(1 << 20);
-	size_t n = fread(text, 1, (1 << 20) - 1, f);
+	char *text = xmalloc(CONFIG_FILE_MAX + 1);
+	size_t n = fread(text, 1, CONFIG_FILE_MAX + 1, f);
 	int bad = ferror(f);
 	fclose(f);
-	text[n] = 0;
-	int rc = bad ? user_error("--config %s: read error", path)
-		     : config_parse_text(cfg, text, path);
+	text[n > CONFIG_FILE_MAX ? CONFIG_FILE_MAX : n] = 0;
+	int rc = bad		      ? user_error("--config %s: read error", path)
+		 : n > CONFIG_FILE_MAX ? user_error("--config %s: larger than %d bytes; not a config "
+						    "file?", path, CONFIG_FILE_MAX)
+		 : strlen(text) != n   ? user_error("--config %s: holds a NUL byte at offset %zu; "
+						    "not a text file", path, strlen(text))
+				       : config_parse_text(cfg, text, path);
 	free(text);
 	return rc;
 }
@@ -436,7 +450,12 @@ static void write_value(const struct config *cfg, const struct option_def *o, FI
 	case T_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)base); break;
 	case T_INT: fprintf(f, "%d", *(const int *)base); break;
 	case T_LONG: fprintf(f, "%ld", *(const long *)base); break;
-	case T_FLOAT: fprintf(f, "%.9g", *(const float *)base); break;
+	case T_FLOAT:
+		if (o->choices && *(const float *)base < 0.0f)
+			fputs(o->choices, f);
+		else
+			fprintf(f, "%.9g", *(const float *)base);
+		break;
 	}
 }
 
@@ -500,20 +519,23 @@ void config_print_help(FILE *f)
 	config_defaults(&def);
 	for (size_t i = 0; i < N_OPTIONS; i++) {
 		const struct option_def *o = &options[i];
-		char flag[64];
+		char flag[64], unset[32] = "";
+		int has_unset = o->type == T_FLOAT && o->choices;
+		if (has_unset)
+			snprintf(unset, sizeof(unset), "X|%s", o->choices);
 		const char *meta = o->type == T_ENUM ? o->choices
 				   : o->type == T_STR ? "PATH"
 				   : o->type == T_BOOL ? "on|off"
 				   : o->type == T_LIST ? "W,W,..."
+				   : has_unset ? unset
 				   : o->type == T_FLOAT ? "X" : "N";
 		snprintf(flag, sizeof(flag), "--%s %s", o->name, meta);
 		fprintf(f, "  %-34s %s", flag, o->help);
-		if (o->type != T_STR || ((const char *)&def + o->offset)[0]) {
-			if (strcmp(o->name, "weight-decay")) {
-				fputs(" [default: ", f);
-				write_value(&def, o, f);
-				fputc(']', f);
-			}
+		/* An option with an "unset" word says its defaults in its help. */
+		if (!has_unset && (o->type != T_STR || ((const char *)&def + o->offset)[0])) {
+			fputs(" [default: ", f);
+			write_value(&def, o, f);
+			fputc(']', f);
 		}
 		fputc('\n', f);
 	}

@@ -8,6 +8,9 @@ for kind in nan neglabel x1d int16 ylen noy; do "$MKDATA" bad bad-$kind.h5 $kind
 echo "not hdf5" >text.h5
 printf 'lr = 0.01\nlerning_rate = 3\n' >typo.conf
 printf 'batch 14\n' >noeq.conf
+printf 'lr = 0.01\nbatch = 14\nlr = 0.5\n' >twice.conf
+printf 'lr = 0.01\n\0batch = 3\n' >nul.conf
+head -c 1100000 /dev/zero | tr '\0' '#' >huge.conf
 # A checkpoint of another model, and a corrupt one.
 "$MTRAIN" "${SMALL[@]}" --layers 16,4 --steps 2 --ckpt-dir other >/dev/null
 cp other/ckpt-00000002.h5 corrupt.h5
@@ -28,6 +31,10 @@ bad "unknown flag '--optimiser' (did you mean '--optimizer'?)" "${SMALL[@]}" --o
 bad "typo.conf:2: unknown config key 'lerning-rate'" "${SMALL[@]}" --config typo.conf
 bad "noeq.conf:1: expected 'key = value'" "${SMALL[@]}" --config noeq.conf
 bad "missing.conf: cannot open" "${SMALL[@]}" --config missing.conf
+bad "twice.conf:3: 'lr' is already set at line 1" "${SMALL[@]}" --config twice.conf
+bad "nul.conf: holds a NUL byte at offset 10" "${SMALL[@]}" --config nul.conf
+bad "huge.conf: larger than 1048576 bytes" "${SMALL[@]}" --config huge.conf
+bad "--weight-decay: -0.5 is out of range (0..10)" "${SMALL[@]}" --weight-decay -0.5
 bad "--batch: 0 is out of range" "${SMALL[@]}" --batch 0
 bad "--lr: 'fast' is not a number" "${SMALL[@]}" --lr fast
 bad "--ema-decay: 1.5 is out of range" "${SMALL[@]}" --ema-decay 1.5
