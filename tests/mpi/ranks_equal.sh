@@ -11,8 +11,12 @@ done
 for n in 2 3 4; do
 	same_ckpt ck1/ckpt-00000020.h5 ck$n/ckpt-00000020.h5 1e-5
 done
-# The check has teeth: one more step is not "the same".
-ranks 1 "${SMALL[@]}" --optimizer sgd --lr 0.2 --steps 21 --ckpt-dir ck21 >/dev/null
-"$CMP" ck1/ckpt-00000020.h5 ck21/ckpt-00000021.h5 1e-5 >/dev/null 2>&1 &&
-	fail "a different run compared equal"
+# The check has teeth: a learning rate 1e-4 larger moves the weights past
+# 1e-5, and a NaN is never equal, not even to itself.
+ranks 1 "${SMALL[@]}" --optimizer sgd --lr 0.20002 --steps 20 --ckpt-dir nudged >/dev/null
+"$CMP" ck1/ckpt-00000020.h5 nudged/ckpt-00000020.h5 1e-5 >/dev/null 2>&1 &&
+	fail "a run with another learning rate compared equal"
+"$MKDATA" badckpt ck1/ckpt-00000020.h5 nan.h5 nan
+"$CMP" nan.h5 nan.h5 1e-5 >/dev/null 2>&1 && fail "a NaN compared equal"
+"$CMP" nan.h5 nan.h5 >/dev/null 2>&1 && fail "a NaN compared bitwise equal"
 pass "1-4 ranks agree to 1e-5 after 20 SGD steps"

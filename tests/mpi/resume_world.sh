@@ -13,4 +13,8 @@ for n in 2 1; do
 		fail "checkpoint does not record $n ranks"
 	same_ckpt straight/ckpt-00000020.h5 on$n/ckpt-00000020.h5 1e-5
 done
+# The comparison has teeth: a learning rate 1e-4 larger is not the same run.
+ranks 4 "${FLAGS[@]}" --lr 0.050005 --steps 20 --ckpt-dir nudged >/dev/null
+"$CMP" straight/ckpt-00000020.h5 nudged/ckpt-00000020.h5 1e-5 >/dev/null 2>&1 &&
+	fail "a run with another learning rate compared equal"
 pass "a 4-rank checkpoint resumes on 2 and on 1"

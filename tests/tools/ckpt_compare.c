@@ -1,7 +1,8 @@
 /* Compares checkpoints by logical name, or checks a checkpoint's names.
  *
  *   ckpt_compare A B [RTOL]   same variables; RTOL absent: bitwise equal
- *                             values, else max |a-b| / max(|a|,|b|,1e-3) <= RTOL
+ *                             values, else max |a-b| / max(|a|,|b|,1e-3) <= RTOL;
+ *                             a NaN or infinity anywhere is a difference
  *   ckpt_compare --names A    exactly one ExponentialMovingAverage shadow per
  *                             trainable variable, Keras-style names, no
  *                             replica index anywhere
@@ -60,15 +61,24 @@ static int compare(const char *pa, const char *pb, double rtol, int exact)
 			continue;
 		}
 		double worst = 0;
-		size_t n = cells(&a[i]);
+		size_t n = cells(&a[i]), not_finite = 0;
 		if (exact && memcmp(a[i].data, vb->data, n * sizeof(float)))
 			worst = INFINITY;
-		for (size_t k = 0; !exact && k < n; k++) {
+		for (size_t k = 0; k < n; k++) {
 			double x = a[i].data[k], y = vb->data[k];
+			if (!isfinite(x) || !isfinite(y)) {
+				not_finite++;
+				continue;
+			}
 			double scale = fmax(fmax(fabs(x), fabs(y)), 1e-3);
-			worst = fmax(worst, fabs(x - y) / scale);
+			if (!exact)
+				worst = fmax(worst, fabs(x - y) / scale);
 		}
-		if (worst > rtol) {
+		/* A diverged run is never "the same" as anything, itself included. */
+		if (not_finite) {
+			fprintf(stderr, "%s: %zu values are NaN or infinite\n", a[i].name, not_finite);
+			bad = 1;
+		} else if (worst > rtol) {
 			fprintf(stderr, "%s: differs (%s %g)\n", a[i].name,
 				exact ? "not bitwise equal" : "max relative difference", worst);
 			bad = 1;
@@ -172,7 +182,7 @@ static int check_ema_step(const char *pa, const char *pb, double decay)
 		for (size_t k = 0; k < cells(&b[i]); k++) {
 			float want = sa->data[k] - (1.0f - d) * (sa->data[k] - wb->data[k]);
 			double err = fabs((double)b[i].data[k] - want) / fmax(fabs(want), 1e-3);
-			if (err > 1e-6) {
+			if (!(err <= 1e-6)) { /* NaN fails too */
 				fprintf(stderr, "%s[%zu] = %.9g, want %.9g (d = %.9g at step %ld)\n",
 					b[i].name, k, b[i].data[k], want, d, t);
 				bad = 1;

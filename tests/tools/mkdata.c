@@ -5,7 +5,7 @@
  *   mkdata slice IN OUT FIRST COUNT    rows [FIRST, FIRST+COUNT) of IN
  *   mkdata bad OUT KIND                KIND: nan neglabel x1d int16 ylen noy
  *   mkdata badckpt IN OUT KIND         a copy of checkpoint IN with one defect
- *                                      in dense/kernel (rank3 f64 dup) or its
+ *                                      in dense/kernel (rank3 f64 dup nan) or its
  *                                      root (ATTR=VALUE: an int64 attribute),
  *                                      or written as h5py would (vlconfig: the
  *                                      config attribute a variable-length string)
@@ -162,6 +162,16 @@ static int badckpt(const char *in, const char *out, const char *kind)
 		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_FLOAT, 1);
 	} else if (!strcmp(kind, "f64")) {
 		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_DOUBLE, 0);
+	} else if (!strcmp(kind, "nan")) {
+		hid_t ds = H5Dopen2(file, "dense.kernel", H5P_DEFAULT);
+		float v[1] = {NAN};
+		hsize_t first[2] = {0, 0}, one[2] = {1, 1};
+		hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(2, one, NULL);
+		H5Sselect_hyperslab(fs, H5S_SELECT_SET, first, NULL, one, NULL);
+		H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, v);
+		H5Sclose(ms);
+		H5Sclose(fs);
+		H5Dclose(ds);
 	} else if (!strcmp(kind, "dup")) {
 		H5Lcopy(file, "dense.kernel", file, "dense.kernel.again", H5P_DEFAULT, H5P_DEFAULT);
 	} else if (!strcmp(kind, "vlconfig")) {
