@@ -63,7 +63,7 @@ bf16_trains() {
 		--comm-timeout 30 --ckpt-dir bf16 --metrics m.jsonl >log
 	grep -q "backend cuda bf16" log || fail "bf16 not reported"
 	local acc
-	acc=$(grep '"event":"eval"' m.jsonl | tail -n 1 | sed 's/.*"ema_acc":\([0-9.]*\).*/\1/')
+	acc=$(ema_acc m.jsonl)
 	awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "bf16 run EMA accuracy $acc"
 }
 

@@ -19,9 +19,12 @@ grep -Eq '^eval step 6 epoch 1 raw_loss [0-9.]+ raw_acc [0-9.]+ ema_loss [0-9.]+
 grep -Eq '^dense/kernel +\[12,16\] +float32 +[0-9a-f]{16}' inspect.txt || fail "inspect line"
 ranks 2 eval --ckpt ck/ckpt-00000012.h5 --weights both --device cpu >eval.txt
 grep -q "raw loss" eval.txt && grep -q "ema loss" eval.txt || fail "eval output"
-# The EMA accuracy eval reports equals the one training logged at that step.
-acc=$(awk '/^eval step 12/ {print $NF}' log)
-grep -q "ema loss .* acc $acc " eval.txt || { cat log eval.txt; fail "eval disagrees with training"; }
+# eval reports the losses and accuracies training logged at that step, the
+# EMA's for the EMA (raw and EMA losses differ, so a swap would show).
+read -r raw_loss raw_acc ema_loss ema_acc < <(awk '/^eval step 12 / {print $7, $9, $11, $13}' log)
+[ "$raw_loss" != "$ema_loss" ] || fail "raw and EMA losses equal ($raw_loss): the check below is blind"
+grep -q "raw loss $raw_loss acc $raw_acc " eval.txt && grep -q "ema loss $ema_loss acc $ema_acc " eval.txt ||
+	{ cat log eval.txt; fail "eval disagrees with training"; }
 expect_status 2 "$MTRAIN" inspect nothing.h5
 # --keep: the newest 2 stay; --metrics may live in the --ckpt-dir this run creates.
 ranks 2 "${SMALL[@]}" --steps 12 --ckpt-every 2 --keep 2 --ckpt-dir kept --metrics kept/m.jsonl >/dev/null

@@ -9,6 +9,6 @@ src=/usr/share/datasets/fashion-mnist
 "$MKDATA" slice test-all.h5 test.h5 0 2000
 ranks 2 --device cpu --data train.h5 --eval-data test.h5 --epochs 3 --ckpt-dir ck --metrics m.jsonl >log
 tail -n 3 log
-acc=$(grep '"event":"eval"' m.jsonl | tail -n 1 | sed 's/.*"ema_acc":\([0-9.]*\).*/\1/')
+acc=$(ema_acc m.jsonl)
 awk -v a="$acc" 'BEGIN { exit !(a >= 0.70) }' || fail "EMA accuracy $acc below 0.70"
 pass "Fashion-MNIST slice: EMA accuracy $acc"

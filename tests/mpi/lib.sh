@@ -36,6 +36,15 @@ SMALL=(--device cpu --data train.h5 --eval-data eval.h5 --layers 16,8 --batch 14
 # same_ckpt A B [RTOL]: equal variables (bitwise without RTOL).
 same_ckpt() { "$CMP" "$@" || fail "checkpoints differ: $*"; }
 
+# ema_acc METRICS: the EMA accuracy of the last eval line of a metrics file;
+# fails unless there is one and it is a number.
+ema_acc() {
+	local acc
+	acc=$(grep '"event":"eval"' "$1" | tail -n 1 | sed -n 's/.*"ema_acc":\([0-9.]*\).*/\1/p')
+	[[ $acc =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "no ema_acc in the last eval line of $1"
+	echo "$acc"
+}
+
 # expect_status WANT CMD...: runs CMD, output in last.out / last.err.
 expect_status() {
 	local want=$1 got=0
