@@ -326,6 +326,13 @@ int dataset_import_idx(const char *images, const char *labels, const char *path)
 		user_error("%s: holds no images (%u of %ux%u)", images, n, rows, cols);
 		goto out;
 	}
+	/* Sizes from the header are checked before they are multiplied: a
+	 * forged one must not wrap around to match a short file. */
+	if ((uint64_t)rows * cols > INT32_MAX || (uint64_t)n * rows * cols > (uint64_t)il) {
+		user_error("%s: header says %u images of %ux%u, more than the file's %zu bytes "
+			   "(truncated?)", images, n, rows, cols, il);
+		goto out;
+	}
 	if (be32(lab + 4) != n) {
 		user_error("%s: %u labels for %u images in %s", labels, be32(lab + 4), n, images);
 		goto out;

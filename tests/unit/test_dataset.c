@@ -281,6 +281,22 @@ static void check_bad_idx(const uint8_t *x, const uint8_t *y)
 	EXPECT(contains(user_error_text(), "truncated"));
 	EXPECT(access(h5, F_OK) != 0);
 
+	/* A forged header whose sizes wrap around to 0 in 32 bits: 2^16 images
+	 * of 2^24 x 2^24 pixels "match" an empty body. */
+	unsigned char forged[16], labels_hdr[8];
+	put_be32(forged, 0x803);
+	put_be32(forged + 4, 1u << 16);
+	put_be32(forged + 8, 1u << 24);
+	put_be32(forged + 12, 1u << 24);
+	put_be32(labels_hdr, 0x801);
+	put_be32(labels_hdr + 4, 1u << 16);
+	EXPECT(write_gz(images, forged, sizeof(forged)) == 0);
+	EXPECT(write_gz(labels, labels_hdr, sizeof(labels_hdr)) == 0);
+	user_error_clear();
+	EXPECT(dataset_import_idx(images, labels, h5) == -1);
+	EXPECT(contains(user_error_text(), "65536 images of 16777216x16777216"));
+	EXPECT(access(h5, F_OK) != 0);
+
 	/* A gzip stream cut short. */
 	write_idx(images, labels, 0x803, N, N, x, y);
 	size_t len = 0;
