@@ -38,20 +38,8 @@ __global__ void optim_kernel(float *w, const float *g, float *s1, float *s2, siz
 			     struct optim_hp h)
 {
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-	if (i >= n)
-		return;
-	switch (h.kind) {
-	case OPTIM_SGD:
-		w[i] = sgd_step(w[i], g[i], h.lr, h.weight_decay);
-		break;
-	case OPTIM_MOMENTUM:
-		w[i] = momentum_step(w[i], g[i], &s1[i], h.lr, h.momentum, h.nesterov,
-				     h.weight_decay);
-		break;
-	default:
-		w[i] = adam_step(w[i], g[i], &s1[i], &s2[i], h.lr, h.beta1, h.beta2, h.eps,
-				 h.weight_decay, h.bc1, h.bc2, h.kind == OPTIM_ADAMW);
-	}
+	if (i < n)
+		w[i] = optim_elem(h.kind, &h, i, w, g, s1, s2);
 }
 
 __global__ void ema_kernel(float *shadow, const float *w, size_t n, float decay)

@@ -22,19 +22,6 @@ enum device_kind { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
  * (weights, optimizer slots and EMA shadows stay fp32 either way). */
 enum precision { PRECISION_FP32, PRECISION_BF16 };
 
-/* Hyper-parameters of one optimizer update, bias corrections precomputed on
- * the host for the step being taken. */
-struct optim_hp {
-	enum optim_kind kind;
-	float lr;           /* learning rate for this step, e.g. 1e-3 */
-	float momentum;     /* momentum: mu, e.g. 0.9 */
-	int nesterov;       /* momentum: 1 for Nesterov */
-	float beta1, beta2; /* adam/adamw, e.g. 0.9, 0.999 */
-	float eps;          /* adam/adamw, e.g. 1e-8 */
-	float weight_decay; /* L2 for sgd/momentum/adam, decoupled for adamw */
-	float bc1, bc2;     /* adam: 1 - beta1^t, 1 - beta2^t */
-};
-
 struct backend {
 	const char *name; /* "cpu", "cuda" */
 

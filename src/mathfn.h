@@ -3,6 +3,7 @@
  * CPU tests exercise the arithmetic the GPU runs. */
 #pragma once
 #include <math.h>
+#include <stddef.h>
 
 #ifdef __CUDACC__
 #define MT_FN __host__ __device__ static inline
@@ -99,6 +100,37 @@ MT_FN float adam_step(float w, float g, float *m, float *v, float lr,
 	*v = vv;
 	float denom = sqrtf(vv) / sqrtf(bc2) + eps;
 	return w - (lr / bc1) * mm / denom;
+}
+
+/* Hyper-parameters of one optimizer update, bias corrections precomputed on
+ * the host for the step being taken. */
+struct optim_hp {
+	enum optim_kind kind;
+	float lr;           /* learning rate for this step, e.g. 1e-3 */
+	float momentum;     /* momentum: mu, e.g. 0.9 */
+	int nesterov;       /* momentum: 1 for Nesterov */
+	float beta1, beta2; /* adam/adamw, e.g. 0.9, 0.999 */
+	float eps;          /* adam/adamw, e.g. 1e-8 */
+	float weight_decay; /* L2 for sgd/momentum/adam, decoupled for adamw */
+	float bc1, bc2;     /* adam: 1 - beta1^t, 1 - beta2^t */
+};
+
+/* Parameter i's update by optimizer kind (hp->kind, passed apart so that a
+ * caller can make it a constant) with hp's hyper-parameters, slot1/slot2
+ * as that optimizer uses them (unused ones may be NULL). The CPU loops and
+ * the CUDA kernel both call this. */
+MT_FN float optim_elem(enum optim_kind kind, const struct optim_hp *hp, size_t i, const float *w,
+		       const float *g, float *slot1, float *slot2)
+{
+	switch (kind) {
+	case OPTIM_SGD: return sgd_step(w[i], g[i], hp->lr, hp->weight_decay);
+	case OPTIM_MOMENTUM:
+		return momentum_step(w[i], g[i], &slot1[i], hp->lr, hp->momentum, hp->nesterov,
+				     hp->weight_decay);
+	default:
+		return adam_step(w[i], g[i], &slot1[i], &slot2[i], hp->lr, hp->beta1, hp->beta2,
+				 hp->eps, hp->weight_decay, hp->bc1, hp->bc2, kind == OPTIM_ADAMW);
+	}
 }
 
 /* One EMA step: shadow -= (1 - decay) * (shadow - w). */
