@@ -255,8 +255,14 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 {
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	memset(l, 0, sizeof(*l));
-	if (access(path, R_OK)) {
+	struct stat st;
+	if (access(path, R_OK) || stat(path, &st)) {
 		user_error("%s: cannot open checkpoint: %s", path, strerror(errno));
+		return -2;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		user_error("%s: is a folder; name a checkpoint file in it, or use --resume auto "
+			   "with --ckpt-dir %s", path, path);
 		return -2;
 	}
 	hid_t file = H5Fis_hdf5(path) > 0 ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;

@@ -244,7 +244,8 @@ int dataset_write(const char *path, const uint8_t *x8, const float *xf,
 	quiet_hdf5();
 	hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
 	if (file < 0)
-		return user_error("%s: cannot create data file", tmp);
+		return user_error("%s: cannot create data file: %s", path,
+				  strerror(errno ? errno : EIO));
 	hsize_t xd[2] = {(hsize_t)n, (hsize_t)dim}, yd[1] = {(hsize_t)n};
 	hid_t xs = write_dataset(file, "x", x8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, 2, xd,
 				 x8 ? (const void *)x8 : (const void *)xf);

@@ -5,7 +5,7 @@
 # libraries they load (all but glibc's, the C++ runtime and CUDA's own,
 # which a CUDA machine has) and Open MPI's runtime (mpirun, orted, plugins,
 # help files) laid out so OPAL_PREFIX can relocate it. The device tool
-# carries at most 64 MiB; the pack is about 25. Then, on the GPU machine:
+# carries at most 64 MiB; the pack is about 16. Then, on the GPU machine:
 #   tests/gpu/check.sh          (it unpacks .carry.tar.xz when present)
 set -euo pipefail
 cd "$(dirname "$0")/../.."

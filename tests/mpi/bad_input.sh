@@ -59,6 +59,9 @@ if ! "$MTRAIN_BUILD/tests/gpu/gpu_probe" >/dev/null; then
 fi
 bad "--precision bf16: the cpu backend computes in fp32 only" "${SMALL[@]}" --precision bf16
 bad "corrupt.h5: not a readable HDF5 file" "${SMALL[@]}" --resume corrupt.h5
+bad "other: is a folder; name a checkpoint file in it" "${SMALL[@]}" --resume other
+expect_status 2 "$MTRAIN" import --images train.h5 --labels train.h5 --out nodir/x.h5
+grep -q "not an IDX image file" last.err || { cat last.err; fail "import of an HDF5 file"; }
 bad "--ckpt-dir nodir/sub: cannot create it in nodir" "${SMALL[@]}" --ckpt-dir nodir/sub
 # A metrics file that cannot be opened: the --ckpt-dir made for it goes too.
 rm -rf out.ck

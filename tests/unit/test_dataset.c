@@ -310,6 +310,14 @@ static void check_bad_idx(const uint8_t *x, const uint8_t *y)
 		free(gz);
 	}
 
+	/* An output folder that does not exist: named, with the reason. */
+	write_idx(images, labels, 0x803, N, N, x, y);
+	char nowhere[1100];
+	path_in(nowhere, sizeof(nowhere), "no-such-folder/out.h5");
+	user_error_clear();
+	EXPECT(dataset_import_idx(images, labels, nowhere) == -1);
+	EXPECT(contains(user_error_text(), "no-such-folder/out.h5: cannot create data file: No such"));
+
 	/* A missing labels file. */
 	write_idx(images, labels, 0x803, N, N, x, y);
 	path_in(labels, sizeof(labels), "absent-labels.gz");
