@@ -85,14 +85,6 @@ static size_t var_bytes(const struct ckpt_var *v)
 	return (size_t)v->shape[0] * v->shape[1] * sizeof(float);
 }
 
-static int contains(const char *text, const char *part)
-{
-	int ok = text && strstr(text, part) != NULL;
-	if (!ok)
-		fprintf(stderr, "expected \"%s\" in \"%s\"\n", part, text ? text : "(null)");
-	return ok;
-}
-
 static int lacks(const char *text, const char *part)
 {
 	int ok = text && strstr(text, part) == NULL;

@@ -20,14 +20,6 @@ static int parse(struct config *cfg, char **argv)
 	return config_parse_args(cfg, argc, argv, &help, &version);
 }
 
-static int contains(const char *text, const char *part)
-{
-	int ok = strstr(text, part) != NULL;
-	if (!ok)
-		fprintf(stderr, "expected \"%s\" in \"%s\"\n", part, text);
-	return ok;
-}
-
 /* parse(argv) fails with -1 and a message containing each of parts. */
 #define EXPECT_ERROR(argv, ...)                                                \
 	do {                                                                   \

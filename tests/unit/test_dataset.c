@@ -19,14 +19,6 @@ static void path_in(char *buf, size_t len, const char *name)
 	snprintf(buf, len, "%s/%s", tmpdir, name);
 }
 
-static int contains(const char *text, const char *part)
-{
-	int ok = strstr(text, part) != NULL;
-	if (!ok)
-		fprintf(stderr, "expected \"%s\" in \"%s\"\n", part, text);
-	return ok;
-}
-
 static void put_be32(unsigned char *p, uint32_t v)
 {
 	p[0] = (unsigned char)(v >> 24);

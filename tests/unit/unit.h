@@ -43,6 +43,16 @@ static int unit_failures, unit_checks;
 		}                                                              \
 	} while (0)
 
+/* Whether part occurs in text (which may be NULL); says what was missing
+ * when it does not. For EXPECT(contains(...)). */
+static inline int contains(const char *text, const char *part)
+{
+	int ok = text && strstr(text, part) != NULL;
+	if (!ok)
+		fprintf(stderr, "expected \"%s\" in \"%s\"\n", part, text ? text : "(null)");
+	return ok;
+}
+
 /* Exit status of the test: 0 only if every check ran and passed. */
 static inline int unit_done(const char *name)
 {
