@@ -342,6 +342,24 @@ static int read_meta(hid_t file, const char *path, struct ckpt_meta *m)
 	return 0;
 }
 
+/* open_ckpt, then read_meta into a zeroed meta: the file, or -2 (user
+ * error) with nothing left open. */
+static hid_t open_with_meta(const char *path, struct listing *l, struct ckpt_meta *meta)
+{
+	memset(meta, 0, sizeof(*meta));
+	hid_t file = open_ckpt(path, l);
+	if (file < 0)
+		return -2;
+	if (read_meta(file, path, meta)) {
+		free(meta->config);
+		meta->config = NULL;
+		free(l->e);
+		H5Fclose(file);
+		return -2;
+	}
+	return file;
+}
+
 /* Appends one mismatch line to the report. */
 static void report(char *buf, size_t len, int *count, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -362,11 +380,10 @@ int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	      struct ckpt_meta *meta)
 {
 	struct listing l;
-	memset(meta, 0, sizeof(*meta));
-	hid_t file = open_ckpt(path, &l);
+	hid_t file = open_with_meta(path, &l, meta);
 	if (file < 0)
 		return -2;
-	int rc = read_meta(file, path, meta) ? -2 : 0;
+	int rc = 0;
 	char msg[16000] = "";
 	int bad = 0;
 	for (int i = 0; !rc && i < n; i++) {
@@ -483,14 +500,12 @@ void ckpt_prune(const char *dir, int keep, long upto)
 int ckpt_read_meta(const char *path, struct ckpt_meta *meta)
 {
 	struct listing l;
-	memset(meta, 0, sizeof(*meta));
-	hid_t file = open_ckpt(path, &l);
+	hid_t file = open_with_meta(path, &l, meta);
 	if (file < 0)
 		return -2;
-	int rc = read_meta(file, path, meta) ? -2 : 0;
 	free(l.e);
 	H5Fclose(file);
-	return rc;
+	return 0;
 }
 
 static uint64_t fnv1a64(const void *data, size_t n)
@@ -505,13 +520,12 @@ static uint64_t fnv1a64(const void *data, size_t n)
 int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta)
 {
 	struct listing l;
-	memset(meta, 0, sizeof(*meta));
 	*vars = NULL;
 	*n = 0;
-	hid_t file = open_ckpt(path, &l);
+	hid_t file = open_with_meta(path, &l, meta);
 	if (file < 0)
 		return -2;
-	int rc = read_meta(file, path, meta) ? -2 : 0;
+	int rc = 0;
 	struct ckpt_var *v = xcalloc((size_t)l.n + 1, sizeof(*v));
 	int count = 0;
 	for (int j = 0; !rc && j < l.n; j++) {
@@ -526,8 +540,7 @@ int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_
 			cv->ndim = e->ndim;
 			cv->shape[0] = e->shape[0];
 			cv->shape[1] = e->ndim > 1 ? e->shape[1] : 0;
-			size_t cells = (size_t)e->shape[0] * (e->ndim > 1 ? (size_t)e->shape[1] : 1);
-			cv->data = xmalloc(cells * sizeof(float));
+			cv->data = xmalloc(ckpt_var_cells(cv) * sizeof(float));
 			if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, cv->data) < 0)
 				rc = -2, user_error("%s: %s fails its checksum or cannot be read (corrupt)",
 						    path, e->name);
@@ -570,7 +583,7 @@ int ckpt_inspect(const char *path, FILE *out)
 	fprintf(out, "%-44s %-12s %-8s %-16s %12s %12s %12s\n", "name", "shape", "dtype",
 		"fnv1a64", "min", "max", "mean");
 	for (int j = 0; j < n; j++) {
-		size_t count = (size_t)v[j].shape[0] * (v[j].ndim > 1 ? (size_t)v[j].shape[1] : 1);
+		size_t count = ckpt_var_cells(&v[j]);
 		double mn = INFINITY, mx = -INFINITY, sum = 0;
 		for (size_t i = 0; i < count; i++) {
 			double x = v[j].data[i];

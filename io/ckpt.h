@@ -6,6 +6,7 @@
  * path inside the file is that name with '/' written as '.'. Nothing in a
  * checkpoint depends on how many ranks wrote it. */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,6 +22,12 @@ struct ckpt_var {
 	long shape[2];            /* e.g. {784, 256} */
 	float *data;              /* host memory, shape[0] * shape[1] floats */
 };
+
+/* The number of floats in v: shape[0] * shape[1] (shape[0] when 1-D). */
+static inline size_t ckpt_var_cells(const struct ckpt_var *v)
+{
+	return (size_t)v->shape[0] * (v->ndim > 1 ? (size_t)v->shape[1] : 1);
+}
 
 /* Root attributes. */
 struct ckpt_meta {

@@ -28,11 +28,6 @@ static const struct ckpt_var *find(const struct ckpt_var *v, int n, const char *
 	return NULL;
 }
 
-static size_t cells(const struct ckpt_var *v)
-{
-	return (size_t)v->shape[0] * (v->ndim > 1 ? (size_t)v->shape[1] : 1);
-}
-
 static int compare(const char *pa, const char *pb, double rtol, int exact)
 {
 	struct ckpt_var *a, *b;
@@ -55,13 +50,13 @@ static int compare(const char *pa, const char *pb, double rtol, int exact)
 	}
 	for (int i = 0; i < na; i++) {
 		const struct ckpt_var *vb = find(b, nb, a[i].name);
-		if (!vb || cells(vb) != cells(&a[i]) || vb->ndim != a[i].ndim) {
+		if (!vb || ckpt_var_cells(vb) != ckpt_var_cells(&a[i]) || vb->ndim != a[i].ndim) {
 			fprintf(stderr, "%s: missing or reshaped in %s\n", a[i].name, pb);
 			bad = 1;
 			continue;
 		}
 		double worst = 0;
-		size_t n = cells(&a[i]), not_finite = 0;
+		size_t n = ckpt_var_cells(&a[i]), not_finite = 0;
 		if (exact && memcmp(a[i].data, vb->data, n * sizeof(float)))
 			worst = INFINITY;
 		for (size_t k = 0; k < n; k++) {
@@ -173,13 +168,13 @@ static int check_ema_step(const char *pa, const char *pb, double decay)
 		char var[CKPT_NAME_LEN];
 		snprintf(var, sizeof(var), "%.*s", (int)(s - b[i].name), b[i].name);
 		const struct ckpt_var *sa = find(a, na, b[i].name), *wb = find(b, nb, var);
-		if (!sa || !wb || cells(sa) != cells(&b[i])) {
+		if (!sa || !wb || ckpt_var_cells(sa) != ckpt_var_cells(&b[i])) {
 			fprintf(stderr, "%s: missing in %s\n", b[i].name, sa ? pb : pa);
 			bad = 1;
 			continue;
 		}
 		shadows++;
-		for (size_t k = 0; k < cells(&b[i]); k++) {
+		for (size_t k = 0; k < ckpt_var_cells(&b[i]); k++) {
 			float want = sa->data[k] - (1.0f - d) * (sa->data[k] - wb->data[k]);
 			double err = fabs((double)b[i].data[k] - want) / fmax(fabs(want), 1e-3);
 			if (!(err <= 1e-6)) { /* NaN fails too */
