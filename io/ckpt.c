@@ -143,7 +143,8 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 	hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
 	H5Pclose(fcpl);
 	if (file < 0) {
-		log_error("cannot create checkpoint %s: %s", tmp, strerror(errno));
+		log_error("cannot write checkpoint %s: %s", final, strerror(errno ? errno : EIO));
+		unlink(tmp);
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {

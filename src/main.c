@@ -8,6 +8,7 @@
 #include "train.h"
 #include "version.h"
 
+#include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -109,6 +110,10 @@ static int cmd_train(int argc, char **argv, struct comm *c)
 
 int main(int argc, char **argv)
 {
+	/* HDF5's clean-up at exit closes files still open; one whose close
+	 * failed (a checkpoint on a full disk, already reported and removed)
+	 * makes it crash. The process is ending: let it. */
+	H5dont_atexit();
 	struct comm comm;
 	comm_init(&comm, &argc, &argv);
 	const char *cmd = argc > 1 ? argv[1] : "";
