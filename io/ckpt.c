@@ -1,6 +1,7 @@
 /* HDF5 checkpoints of ckpt.h. */
 #include "ckpt.h"
 #include "check.h"
+#include "hash.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -509,15 +510,6 @@ int ckpt_read_meta(const char *path, struct ckpt_meta *meta)
 	return 0;
 }
 
-static uint64_t fnv1a64(const void *data, size_t n)
-{
-	const unsigned char *p = data;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta)
 {
 	struct listing l;
@@ -595,12 +587,12 @@ int ckpt_inspect(const char *path, FILE *out)
 		char shape[64];
 		shape_text(v[j].ndim, v[j].shape, shape, sizeof(shape));
 		fprintf(out, "%-44s %-12s %-8s %016llx %12.6g %12.6g %12.6g\n", v[j].name, shape,
-			"float32", (unsigned long long)fnv1a64(v[j].data, count * sizeof(float)), mn,
+			"float32", (unsigned long long)fnv1a64(FNV1A64_INIT, v[j].data, count * sizeof(float)), mn,
 			mx, count ? sum / (double)count : 0.0);
 	}
 	int64_t step = m.global_step;
 	fprintf(out, "%-44s %-12s %-8s %016llx %12lld %12lld %12lld\n", "global_step", "[1]", "int64",
-		(unsigned long long)fnv1a64(&step, sizeof(step)), (long long)step, (long long)step,
+		(unsigned long long)fnv1a64(FNV1A64_INIT, &step, sizeof(step)), (long long)step, (long long)step,
 		(long long)step);
 	ckpt_free_vars(v, n);
 	free(m.config);

@@ -149,7 +149,12 @@ int comm_user_errors(struct comm *c)
 	if (first < 0)
 		return 0;
 	if (first == c->rank) {
-		fprintf(stderr, "mtrain: error: %s\n", user_error_text());
+		/* Rank 0's view is the job's; another rank's names itself. */
+		if (first > 0)
+			fprintf(stderr, "mtrain: error: rank %d on %s: %s\n", c->rank, c->host,
+				user_error_text());
+		else
+			fprintf(stderr, "mtrain: error: %s\n", user_error_text());
 		fflush(stderr);
 	}
 	return 1;

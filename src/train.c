@@ -6,6 +6,7 @@
 #include "ckpt.h"
 #include "dataset.h"
 #include "ema.h"
+#include "hash.h"
 #include "log.h"
 #include "model.h"
 #include "optim.h"
@@ -112,6 +113,51 @@ int train_default_data(struct config *cfg, struct comm *c)
 	return 0;
 }
 
+/* What every rank must agree on about its data: ranks on other nodes read
+ * files of the same name that may not be the same files. */
+struct data_print {
+	long train_rows, eval_rows;
+	int dim, classes, eval_dim;
+	uint64_t train_sum; /* FNV-1a of the whole training set, x then y */
+};
+
+static struct data_print data_print_of(const struct trainer *t)
+{
+	struct data_print p;
+	memset(&p, 0, sizeof(p));
+	const struct dataset *d = &t->train;
+	p.train_rows = d->n;
+	p.dim = d->dim;
+	p.classes = d->classes;
+	size_t cells = (size_t)d->n * d->dim;
+	p.train_sum = d->x8 ? fnv1a64(FNV1A64_INIT, d->x8, cells)
+			    : fnv1a64(FNV1A64_INIT, d->xf, cells * sizeof(float));
+	p.train_sum = fnv1a64(p.train_sum, d->y, (size_t)d->n * sizeof(int32_t));
+	p.eval_rows = t->has_eval ? t->eval.n_total : 0;
+	p.eval_dim = t->has_eval ? t->eval.dim : 0;
+	return p;
+}
+
+/* Each rank compares its data with rank 0's (collective). */
+static void check_same_data(struct trainer *t)
+{
+	struct comm *c = t->comm;
+	const struct config *cfg = t->cfg;
+	struct data_print mine = data_print_of(t), root = mine;
+	comm_bcast_host(c, &root, sizeof(root), 0);
+	if (mine.train_rows != root.train_rows || mine.dim != root.dim ||
+	    mine.classes != root.classes || mine.train_sum != root.train_sum)
+		user_error("--data %s is not rank 0's file: %ld rows of %d, %d classes, checksum "
+			   "%016llx here; %ld rows of %d, %d classes, %016llx on rank 0 (every rank "
+			   "must read the same data)", cfg->data, mine.train_rows, mine.dim,
+			   mine.classes, (unsigned long long)mine.train_sum, root.train_rows,
+			   root.dim, root.classes, (unsigned long long)root.train_sum);
+	else if (mine.eval_rows != root.eval_rows || mine.eval_dim != root.eval_dim)
+		user_error("--eval-data %s is not rank 0's file: %ld rows of %d here, %ld rows of "
+			   "%d on rank 0 (every rank must read the same data)", cfg->eval_data,
+			   mine.eval_rows, mine.eval_dim, root.eval_rows, root.eval_dim);
+}
+
 /* Data on every rank: the whole training set, this rank's eval slice. */
 static int load_data(struct trainer *t)
 {
@@ -126,6 +172,10 @@ static int load_data(struct trainer *t)
 		else
 			dataset_check_labels(&t->eval, t->train.classes, "the training set");
 	}
+	/* Collective, so every rank takes part even after its own error. */
+	if (comm_user_errors(c))
+		return -1;
+	check_same_data(t);
 	if (!user_error_pending()) {
 		if (cfg->batch > t->train.n)
 			user_error("--batch %d is larger than the training set %s (%ld rows)",
@@ -769,8 +819,8 @@ static int check_same_config(const struct config *cfg, struct comm *c)
 	comm_bcast_host(c, root, (size_t)len, 0);
 	char a[PATH_LEN + 64], b[PATH_LEN + 64];
 	if (config_diff(root, mine, "layers", a, b, sizeof(a)))
-		user_error("rank %d was started with other options than rank 0: rank 0 has '%s', "
-			   "rank %d '%s'", c->rank, a, c->rank, b);
+		user_error("started with other options than rank 0: rank 0 has '%s', rank %d '%s'",
+			   a, c->rank, b);
 	free(root);
 	free(mine);
 	return comm_user_errors(c) ? -1 : 0;
