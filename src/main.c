@@ -114,9 +114,12 @@ int main(int argc, char **argv)
 	 * failed (a checkpoint on a full disk, already reported and removed)
 	 * makes it crash. The process is ending: let it. */
 	H5dont_atexit();
+	const char *cmd = argc > 1 ? argv[1] : "";
+	if (strcmp(cmd, "import") && strcmp(cmd, "inspect") && strcmp(cmd, "eval"))
+		train_catch_stop_signals();
 	struct comm comm;
 	comm_init(&comm, &argc, &argv);
-	const char *cmd = argc > 1 ? argv[1] : "";
+	cmd = argc > 1 ? argv[1] : "";
 	int status;
 	if (!strcmp(cmd, "import"))
 		status = cmd_import(argc - 2, argv + 2, &comm);

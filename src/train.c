@@ -65,6 +65,17 @@ static volatile sig_atomic_t g_stop_signal;
 
 static void on_stop_signal(int sig) { g_stop_signal = sig; }
 
+void train_catch_stop_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* A phase boundary: waits for the backend when profiling so the time lands
  * in the right phase. */
 static double mark(struct trainer *t)
@@ -833,8 +844,6 @@ int train_main(struct config *cfg, struct comm *c)
 	t.cfg = cfg;
 	t.comm = c;
 	t.profile = getenv("MTRAIN_PROFILE") != NULL;
-	signal(SIGUSR1, on_stop_signal);
-	signal(SIGTERM, on_stop_signal);
 	int status = EXIT_USER;
 	if (check_same_config(cfg, c) == 0 && setup(&t) == 0) {
 		log_start(&t);
