@@ -3,14 +3,15 @@
 # builds it into ./build. Used by the README's two commands and by CI.
 #   jobs/setup.sh            release build
 #   jobs/setup.sh --tests    also what the tests use: HDF5's tools (h5diff),
-#                            Slurm and munge (the Slurm test starts its own)
+#                            Slurm and munge (the Slurm test starts its own),
+#                            python3 (to parse the metrics file as JSON)
 #   MTRAIN_WERROR=ON jobs/setup.sh   warnings as errors (CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-dev
 	libopenblas-dev zlib1g-dev dataset-fashion-mnist)
-[ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge)
+[ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge python3)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -111,3 +111,19 @@ void metrics_close(void)
 		fclose(g_metrics);
 	g_metrics = NULL;
 }
+
+const char *json_escape(const char *s, char *buf, size_t len)
+{
+	size_t o = 0;
+	for (; *s && o + 7 < len; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			o += (size_t)snprintf(buf + o, len - o, "\\%c", ch);
+		else if (ch < 0x20)
+			o += (size_t)snprintf(buf + o, len - o, "\\u%04x", ch);
+		else
+			buf[o++] = (char)ch;
+	}
+	buf[o] = 0;
+	return buf;
+}

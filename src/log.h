@@ -42,6 +42,9 @@ void user_error_clear(void);
 int metrics_open(const char *path);
 void metrics_write(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void metrics_close(void);
+/* s as the inside of a JSON string (quotes, backslashes and control
+ * characters escaped) in buf; returns buf. */
+const char *json_escape(const char *s, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -298,8 +298,9 @@ static int save_checkpoint(struct trainer *t)
 			char path[1100];
 			ckpt_path(t->cfg->ckpt_dir, t->global_step, path, sizeof(path));
 			log_info("checkpoint %s step %ld", path, t->global_step);
+			char json[2200];
 			metrics_write("{\"event\":\"checkpoint\",\"step\":%ld,\"path\":\"%s\"}",
-				      t->global_step, path);
+				      t->global_step, json_escape(path, json, sizeof(json)));
 			ckpt_prune(t->cfg->ckpt_dir, t->cfg->keep, t->global_step);
 		}
 	}
@@ -428,9 +429,9 @@ static void run_eval(struct trainer *t)
 	ema_swap(&t->ema, &t->model.w);
 	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f",
 		 t->global_step, t->epoch + (t->pos ? 1 : 0), raw[0], raw[1], ema[0], ema[1]);
-	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"raw_loss\":%.6f,\"raw_acc\":%.6f,"
-		      "\"ema_loss\":%.6f,\"ema_acc\":%.6f}",
-		      t->global_step, raw[0], raw[1], ema[0], ema[1]);
+	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"epoch\":%ld,\"raw_loss\":%.6f,"
+		      "\"raw_acc\":%.6f,\"ema_loss\":%.6f,\"ema_acc\":%.6f}",
+		      t->global_step, t->epoch + (t->pos ? 1 : 0), raw[0], raw[1], ema[0], ema[1]);
 }
 
 /* A layer's gradients are final: start reducing them (grad_ready_fn). */
@@ -730,15 +731,27 @@ static void log_start(struct trainer *t)
 	char backend[64];
 	snprintf(backend, sizeof(backend), "%s%s", t->be->name,
 		 cfg->precision == PRECISION_BF16 ? " bf16" : "");
+	/* Rank r takes rows [r*B/N, (r+1)*B/N): B/N each, or its floor and ceiling. */
+	int low = cfg->batch / t->comm->size, high = (cfg->batch + t->comm->size - 1) / t->comm->size;
+	char per_rank[32];
+	if (low == high)
+		snprintf(per_rank, sizeof(per_rank), "%d", low);
+	else
+		snprintf(per_rank, sizeof(per_rank), "%d-%d", low, high);
 	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %d-%s-%d %s, "
-		 "%zu parameters; %s lr %g, batch %d (%d per rank), %ld steps (%ld per epoch)",
+		 "%zu parameters; %s lr %g, batch %d (%s per rank), %ld steps (%ld per epoch)",
 		 MTRAIN_VERSION, t->comm->size, t->comm->size == 1 ? "" : "s", backend,
 		 t->comm->ops->name, t->train.dim, layers, t->train.classes,
 		 config_act_name(cfg->act), params_count(&t->model.reg), config_optim_name(cfg->optim),
-		 cfg->lr, cfg->batch, (cfg->batch + t->comm->size - 1) / t->comm->size,
-		 t->total_steps, t->steps_per_epoch);
+		 cfg->lr, cfg->batch, per_rank, t->total_steps, t->steps_per_epoch);
 	log_info("data %s (%ld rows), eval %s", cfg->data, t->train.n,
 		 t->has_eval ? cfg->eval_data : "none");
+	char data[2200], eval[2200];
+	metrics_write("{\"event\":\"start\",\"step\":%ld,\"total_steps\":%ld,\"ranks\":%d,"
+		      "\"backend\":\"%s\",\"batch\":%d,\"data\":\"%s\",\"eval_data\":\"%s\"}",
+		      t->global_step, t->total_steps, t->comm->size, backend, cfg->batch,
+		      json_escape(cfg->data, data, sizeof(data)),
+		      json_escape(t->has_eval ? cfg->eval_data : "none", eval, sizeof(eval)));
 }
 
 static int train_loop(struct trainer *t)
@@ -776,13 +789,14 @@ static int train_loop(struct trainer *t)
 			/* Evaluations and checkpoints are not training speed. */
 			double tn = log_now(), dt = tn - t_interval - aside_in_interval;
 			double per_step = dt / (double)interval_steps;
+			float lr = optim_lr(cfg, t->global_step - 1, t->total_steps);
 			log_info("step %ld/%ld epoch %ld loss %.4f lr %.3e samples/s %.0f eta %.0fs",
 				 t->global_step, t->total_steps, t->epoch + (t->pos ? 1 : 0),
-				 sums[0] / sums[1], optim_lr(cfg, t->global_step - 1, t->total_steps),
-				 sums[1] / dt, per_step * (double)(t->total_steps - t->global_step));
+				 sums[0] / sums[1], lr, sums[1] / dt,
+				 per_step * (double)(t->total_steps - t->global_step));
 			metrics_write("{\"event\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.6f,"
-				      "\"samples_per_s\":%.1f}",
-				      t->global_step, t->epoch + (t->pos ? 1 : 0), sums[0] / sums[1],
+				      "\"lr\":%.6g,\"samples_per_s\":%.1f}",
+				      t->global_step, t->epoch + (t->pos ? 1 : 0), sums[0] / sums[1], lr,
 				      sums[1] / dt);
 			rows = 0;
 			interval_steps = 0;
@@ -808,11 +822,14 @@ static int train_loop(struct trainer *t)
 				return 1;
 			log_info("stopped by signal at step %ld; resume with --resume auto",
 				 t->global_step);
+			metrics_write("{\"event\":\"end\",\"step\":%ld,\"reason\":\"signal\"}",
+				      t->global_step);
 			return 0;
 		}
 	}
 	t->be->synchronize();
 	report_timing(t, t->global_step - first_step - warm, log_now() - t_start - t_aside);
+	metrics_write("{\"event\":\"end\",\"step\":%ld,\"reason\":\"done\"}", t->global_step);
 	return 0;
 }
 

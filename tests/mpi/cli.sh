@@ -9,8 +9,22 @@ for flag in data eval-data layers activation optimizer lr batch epochs steps see
 done
 "$MTRAIN" --version | grep -Eq '^mtrain [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
 ranks 2 "${SMALL[@]}" --steps 12 --ckpt-dir ck --metrics m.jsonl >log
-grep -q '"event":"eval"' m.jsonl || fail "no eval line in the metrics file"
-[ "$(grep -c '"event":"train"' m.jsonl)" = 3 ] || fail "want 3 train lines (steps 5, 10, 12)"
+# The metrics file is JSON lines: start, train (steps 5, 10, 12, with lr),
+# eval (with epoch), checkpoint, end; a path with a quote stays valid JSON.
+ranks 2 "${SMALL[@]}" --steps 2 --ckpt-dir 'odd"dir' --metrics m2.jsonl >/dev/null
+python3 - m.jsonl m2.jsonl <<'PY' || fail "metrics file"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [l["event"] for l in lines]
+assert kinds[0] == "start" and kinds[-1] == "end", kinds
+assert lines[0]["ranks"] == 2 and lines[0]["total_steps"] == 12 and lines[-1]["reason"] == "done"
+train = [l for l in lines if l["event"] == "train"]
+assert [l["step"] for l in train] == [5, 10, 12], train
+assert all(l["lr"] == 0.001 for l in train), train
+assert all("epoch" in l for l in lines if l["event"] == "eval"), lines
+odd = [json.loads(l) for l in open(sys.argv[2])]
+assert any(l.get("path") == 'odd"dir/ckpt-00000002.h5' for l in odd), odd
+PY
 grep -Eq '^step 5/12 epoch 1 loss [0-9.]+ lr 1.000e-03 samples/s [0-9]+ eta [0-9]+s$' log ||
 	{ cat log; fail "progress line format"; }
 grep -Eq '^eval step 6 epoch 1 raw_loss [0-9.]+ raw_acc [0-9.]+ ema_loss [0-9.]+ ema_acc [0-9.]+$' log ||
