@@ -331,7 +331,7 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 		for (char *k = key; *k; k++)
 			if (*k == '_')
 				*k = '-';
-		char loc[PATH_LEN + 64];
+		char loc[PATH_LEN + 128];
 		snprintf(loc, sizeof(loc), "%s:%d: ", where, lineno);
 		const struct option_def *o = find_option(key);
 		if (o && !strcmp(key, "config"))
@@ -342,7 +342,7 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 			return user_error("%s'%s' is already set at line %d", loc, o->name,
 					  set_at[o - options]);
 		set_at[o - options] = lineno;
-		snprintf(loc, sizeof(loc), "%s:%d: %s", where, lineno, key);
+		snprintf(loc, sizeof(loc), "%s:%d: %.64s", where, lineno, o->name);
 		if (set_option(cfg, o, val, loc))
 			return -1;
 	}
