@@ -28,6 +28,8 @@ struct comm {
 	int rank, size;             /* in the job, e.g. 1 of 4 */
 	int local_rank, local_size; /* on this node, e.g. 1 of 2 */
 	char host[64];
+	double timeout; /* seconds one collective may take, then the job is
+			 * ended with a message (--comm-timeout); 0: no limit */
 	void *impl; /* the data plane's own state */
 	float *pending;       /* MPI data plane: buckets merged so far, */
 	size_t pending_n;     /* reduced in one call by allreduce_wait */

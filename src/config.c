@@ -59,7 +59,7 @@ static const struct option_def options[] = {
 	{"metrics", T_STR, OFF(metrics), 0, 0, NULL, "append JSON-lines metrics to this file (rank 0)"},
 	{"device", T_ENUM, OFF(device), 0, 0, "auto|cpu|cuda", "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"},
 	{"precision", T_ENUM, OFF(precision), 0, 0, "fp32|bf16", "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"},
-	{"comm-timeout", T_FLOAT, OFF(comm_timeout), 1, 86400, NULL, "seconds a GPU collective may take before the job aborts with a message"},
+	{"comm-timeout", T_FLOAT, OFF(comm_timeout), 1, 86400, NULL, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"},
 	{"config", T_STR, OFF(config_file), 0, 0, NULL, "key = value file of these options; flags override it"},
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))

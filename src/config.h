@@ -45,7 +45,7 @@ struct config {
 	char metrics[PATH_LEN];   /* JSON-lines metrics file, "" for none */
 	int device;               /* enum device_kind */
 	int precision;            /* enum precision: matrix products, e.g. PRECISION_FP32 */
-	float comm_timeout;       /* seconds a device collective may take, e.g. 300 */
+	float comm_timeout;       /* seconds one collective may take, e.g. 300 */
 	char config_file[PATH_LEN]; /* the --config file, "" for none */
 };
 

@@ -861,6 +861,7 @@ int train_main(struct config *cfg, struct comm *c)
 	t.cfg = cfg;
 	t.comm = c;
 	t.profile = getenv("MTRAIN_PROFILE") != NULL;
+	c->timeout = cfg->comm_timeout;
 	int status = EXIT_USER;
 	if (check_same_config(cfg, c) == 0 && setup(&t) == 0) {
 		log_start(&t);
@@ -889,6 +890,7 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 		return EXIT_USER;
 	/* The checkpoint's configuration and dimensions, on every rank. */
 	comm_bcast_host(c, &cfg, sizeof(cfg), 0);
+	c->timeout = cfg.comm_timeout;
 	int dims[2] = {m.input_dim, m.classes};
 	comm_bcast_host(c, dims, sizeof(dims), 0);
 	free(m.config);
