@@ -28,27 +28,31 @@ static void file_path_of(const char *name, char *buf, size_t len)
 			*p = '.';
 }
 
-static void put_str_attr(hid_t obj, const char *key, const char *value)
+/* The writers return -1 when HDF5 fails, which on a sound file means the
+ * disk did (full, quota, I/O error): ckpt_write then cleans up and says so. */
+static int put_attr(hid_t obj, const char *key, hid_t type, const void *value)
+{
+	hid_t space = H5Screate(H5S_SCALAR);
+	hid_t a = H5Acreate2(obj, key, type, space, H5P_DEFAULT, H5P_DEFAULT);
+	int rc = a < 0 || H5Awrite(a, type, value) < 0 ? -1 : 0;
+	if (a >= 0)
+		H5Aclose(a);
+	H5Sclose(space);
+	return rc;
+}
+
+static int put_str_attr(hid_t obj, const char *key, const char *value)
 {
 	hid_t type = H5Tcopy(H5T_C_S1);
 	H5_CHECK(H5Tset_size(type, strlen(value) + 1));
-	hid_t space = H5Screate(H5S_SCALAR);
-	hid_t a = H5Acreate2(obj, key, type, space, H5P_DEFAULT, H5P_DEFAULT);
-	H5_CHECK(a);
-	H5_CHECK(H5Awrite(a, type, value));
-	H5Aclose(a);
-	H5Sclose(space);
+	int rc = put_attr(obj, key, type, value);
 	H5Tclose(type);
+	return rc;
 }
 
-static void put_i64_attr(hid_t obj, const char *key, int64_t value)
+static int put_i64_attr(hid_t obj, const char *key, int64_t value)
 {
-	hid_t space = H5Screate(H5S_SCALAR);
-	hid_t a = H5Acreate2(obj, key, H5T_NATIVE_INT64, space, H5P_DEFAULT, H5P_DEFAULT);
-	H5_CHECK(a);
-	H5_CHECK(H5Awrite(a, H5T_NATIVE_INT64, &value));
-	H5Aclose(a);
-	H5Sclose(space);
+	return put_attr(obj, key, H5T_NATIVE_INT64, &value);
 }
 
 /* malloc'd string attribute, or NULL when absent or not a string. */
@@ -59,8 +63,13 @@ static char *get_str_attr(hid_t obj, const char *key)
 	hid_t a = H5Aopen(obj, key, H5P_DEFAULT);
 	hid_t ft = H5Aget_type(a);
 	char *out = NULL;
-	/* Fixed-length (as mtrain writes) or variable-length (as h5py does). */
-	if (H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) > 0) {
+	/* One string (an array of them is not ours: treated as absent), fixed-
+	 * length (as mtrain writes) or variable-length (as h5py does). */
+	hid_t sp = H5Aget_space(a);
+	int one = H5Sget_simple_extent_npoints(sp) == 1;
+	H5Sclose(sp);
+	int is_str = one && H5Tget_class(ft) == H5T_STRING;
+	if (is_str && H5Tis_variable_str(ft) > 0) {
 		hid_t mt = H5Tcopy(H5T_C_S1);
 		H5Tset_size(mt, H5T_VARIABLE);
 		H5Tset_cset(mt, H5Tget_cset(ft));
@@ -70,7 +79,7 @@ static char *get_str_attr(hid_t obj, const char *key)
 		if (vl)
 			H5free_memory(vl);
 		H5Tclose(mt);
-	} else if (H5Tget_class(ft) == H5T_STRING) {
+	} else if (is_str) {
 		size_t n = H5Tget_size(ft);
 		hid_t mt = H5Tcopy(H5T_C_S1);
 		H5Tset_size(mt, n + 1);
@@ -91,15 +100,18 @@ static int get_i64_attr(hid_t obj, const char *key, int64_t *value)
 {
 	if (H5Aexists(obj, key) <= 0)
 		return -1;
-	hid_t a = H5Aopen(obj, key, H5P_DEFAULT);
-	herr_t r = H5Aread(a, H5T_NATIVE_INT64, value);
+	hid_t a = H5Aopen(obj, key, H5P_DEFAULT), sp = H5Aget_space(a);
+	/* One number: an array would not fit in *value. */
+	herr_t r = H5Sget_simple_extent_npoints(sp) == 1 ? H5Aread(a, H5T_NATIVE_INT64, value) : -1;
+	H5Sclose(sp);
 	H5Aclose(a);
 	return r < 0 ? -1 : 0;
 }
 
-/* A chunked, Fletcher32-checked dataset named by its logical name. */
-static void write_var(hid_t file, const char *name, hid_t type, int nd,
-		      const hsize_t *dims, const void *data)
+/* A chunked, Fletcher32-checked dataset named by its logical name. 0, or
+ * -1 when HDF5 could not write it. */
+static int write_var(hid_t file, const char *name, hid_t type, int nd,
+		     const hsize_t *dims, const void *data)
 {
 	char path[CKPT_NAME_LEN];
 	file_path_of(name, path, sizeof(path));
@@ -114,12 +126,15 @@ static void write_var(hid_t file, const char *name, hid_t type, int nd,
 	H5_CHECK(H5Pset_fletcher32(dcpl));
 	H5_CHECK(H5Pset_obj_track_times(dcpl, 0));
 	hid_t ds = H5Dcreate2(file, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	H5_CHECK(ds);
-	H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
-	put_str_attr(ds, "name", name);
-	H5Dclose(ds);
+	int rc = ds < 0 || H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ||
+			 put_str_attr(ds, "name", name)
+		     ? -1
+		     : 0;
+	if (ds >= 0)
+		H5Dclose(ds);
 	H5Pclose(dcpl);
 	H5Sclose(space);
+	return rc;
 }
 
 static int fsync_path(const char *path, int dir)
@@ -148,29 +163,36 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 		unlink(tmp);
 		return -1;
 	}
-	for (int i = 0; i < n; i++) {
+	int bad = 0;
+	errno = 0;
+	for (int i = 0; i < n && !bad; i++) {
 		hsize_t dims[2] = {(hsize_t)vars[i].shape[0], (hsize_t)vars[i].shape[1]};
-		write_var(file, vars[i].name, H5T_NATIVE_FLOAT, vars[i].ndim, dims, vars[i].data);
+		bad = write_var(file, vars[i].name, H5T_NATIVE_FLOAT, vars[i].ndim, dims,
+				vars[i].data);
 	}
 	hsize_t one = 1;
 	int64_t step = meta->global_step;
-	write_var(file, "global_step", H5T_NATIVE_INT64, 1, &one, &step);
-	put_str_attr(file, "format", CKPT_FORMAT);
-	put_i64_attr(file, "format_version", CKPT_FORMAT_VERSION);
-	put_i64_attr(file, "global_step", meta->global_step);
-	put_i64_attr(file, "epoch", meta->epoch);
-	put_i64_attr(file, "step_in_epoch", meta->step_in_epoch);
-	put_i64_attr(file, "batch", meta->batch);
-	put_i64_attr(file, "seed", (int64_t)meta->seed);
-	put_i64_attr(file, "world_size", meta->world_size);
-	put_i64_attr(file, "input_dim", meta->input_dim);
-	put_i64_attr(file, "classes", meta->classes);
-	put_i64_attr(file, "train_rows", meta->train_rows);
-	put_str_attr(file, "config", meta->config ? meta->config : "");
-	put_str_attr(file, "created", meta->created);
-	put_str_attr(file, "mtrain_version", meta->version);
-	if (H5Fclose(file) < 0 || fsync_path(tmp, 0) || rename(tmp, final) ||
+	bad = bad || write_var(file, "global_step", H5T_NATIVE_INT64, 1, &one, &step);
+	bad = bad || put_str_attr(file, "format", CKPT_FORMAT);
+	bad = bad || put_i64_attr(file, "format_version", CKPT_FORMAT_VERSION);
+	bad = bad || put_i64_attr(file, "global_step", meta->global_step);
+	bad = bad || put_i64_attr(file, "epoch", meta->epoch);
+	bad = bad || put_i64_attr(file, "step_in_epoch", meta->step_in_epoch);
+	bad = bad || put_i64_attr(file, "batch", meta->batch);
+	bad = bad || put_i64_attr(file, "seed", (int64_t)meta->seed);
+	bad = bad || put_i64_attr(file, "world_size", meta->world_size);
+	bad = bad || put_i64_attr(file, "input_dim", meta->input_dim);
+	bad = bad || put_i64_attr(file, "classes", meta->classes);
+	bad = bad || put_i64_attr(file, "train_rows", meta->train_rows);
+	bad = bad || put_str_attr(file, "config", meta->config ? meta->config : "");
+	bad = bad || put_str_attr(file, "created", meta->created);
+	bad = bad || put_str_attr(file, "mtrain_version", meta->version);
+	/* errno is the disk's reason when HDF5 failed; keep it past the close. */
+	int why = bad ? (errno ? errno : EIO) : 0;
+	if (H5Fclose(file) < 0 || bad || fsync_path(tmp, 0) || rename(tmp, final) ||
 	    fsync_path(dir, 1)) {
+		if (why)
+			errno = why;
 		log_error("cannot write checkpoint %s: %s", final, strerror(errno));
 		unlink(tmp);
 		return -1;

@@ -72,7 +72,7 @@ grep -q "^mtrain: error: --metrics /proc/m.jsonl: cannot open" last.err || { cat
 # Checkpoints that mtrain did not write so (edited, or made by other tools):
 # one line each, from resume and inspect alike.
 "$MTRAIN" "${SMALL[@]}" --steps 8 --ckpt-dir good >/dev/null
-for defect in rank3 f64 dup step_in_epoch=100 global_step=-5 vlconfig; do
+for defect in rank3 f64 dup step_in_epoch=100 global_step=-5 vlconfig strarray; do
 	"$MKDATA" badckpt good/ckpt-00000008.h5 "b-$defect.h5" "$defect"
 done
 bad "b-rank3.h5: dense/kernel has 3 dimensions; expected 1 or 2" "${SMALL[@]}" --resume b-rank3.h5
@@ -81,6 +81,7 @@ bad "b-dup.h5: dense/kernel is stored twice" "${SMALL[@]}" --resume b-dup.h5
 bad "global_step 8, epoch 1 and step_in_epoch 100 do not agree with 6 steps per epoch" \
 	"${SMALL[@]}" --resume b-step_in_epoch=100.h5
 bad "global_step -5, epoch 1 and step_in_epoch 2 do not agree" "${SMALL[@]}" --resume b-global_step=-5.h5
+bad "b-strarray.h5: not an mtrain checkpoint" "${SMALL[@]}" --resume b-strarray.h5
 expect_status 2 "$MTRAIN" inspect b-rank3.h5
 grep -q "dense/kernel has 3 dimensions" last.err || { cat last.err; fail "inspect of a rank-3 variable"; }
 # A config attribute written as h5py writes strings (variable length) reads.

@@ -27,4 +27,13 @@ grep -q "cannot write checkpoint small/ck/ckpt-00000004.h5: No space left on dev
 grep -q "Segmentation fault\|Signal:" last.err last.out && fail "a rank crashed after a failed close"
 [ "$(ls -A small/ck)" = "ckpt-00000002.h5" ] || { ls -A small/ck; fail "a partial file was left"; }
 same_ckpt before.h5 small/ck/ckpt-00000002.h5
+# A variable larger than HDF5's chunk cache is written at once, so the
+# disk fails inside the write itself: the same line, nothing left.
+rm -rf small/*
+"$MKDATA" synth wide.h5 200 784 3 1
+expect_status 1 ranks 2 --device cpu --data wide.h5 --eval-data none --layers 512 --batch 14 \
+	--steps 2 --ckpt-dir small/wide
+grep -q "cannot write checkpoint small/wide/ckpt-00000002.h5: No space left on device" last.err ||
+	{ cat last.err; fail "no line when a large write fails"; }
+[ -z "$(ls -A small/wide)" ] || { ls -A small/wide; fail "a partial file was left by a large write"; }
 pass "a full disk: one line, exit 1, nothing half-written, the last checkpoint whole"

@@ -8,7 +8,8 @@
  *                                      in dense/kernel (rank3 f64 dup nan) or its
  *                                      root (ATTR=VALUE: an int64 attribute),
  *                                      or written as h5py would (vlconfig: the
- *                                      config attribute a variable-length string)
+ *                                      config attribute a variable-length string;
+ *                                      strarray: format an array of 4 strings)
  */
 #include "dataset.h"
 #include "log.h"
@@ -174,6 +175,18 @@ static int badckpt(const char *in, const char *out, const char *kind)
 		H5Dclose(ds);
 	} else if (!strcmp(kind, "dup")) {
 		H5Lcopy(file, "dense.kernel", file, "dense.kernel.again", H5P_DEFAULT, H5P_DEFAULT);
+	} else if (!strcmp(kind, "strarray")) {
+		const char *four[4] = {"mtrain-checkpoint", "b", "c", "d"};
+		hid_t vl = H5Tcopy(H5T_C_S1);
+		H5Tset_size(vl, H5T_VARIABLE);
+		hsize_t n4 = 4;
+		hid_t space = H5Screate_simple(1, &n4, NULL);
+		H5Adelete(file, "format");
+		hid_t a = H5Acreate2(file, "format", vl, space, H5P_DEFAULT, H5P_DEFAULT);
+		H5Awrite(a, vl, four);
+		H5Aclose(a);
+		H5Sclose(space);
+		H5Tclose(vl);
 	} else if (!strcmp(kind, "vlconfig")) {
 		hid_t a = H5Aopen(file, "config", H5P_DEFAULT), ft = H5Aget_type(a);
 		size_t len = H5Tget_size(ft);
