@@ -270,7 +270,8 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 	}
 	default: {
 		double d;
-		if (o->type == T_FLOAT && o->choices && !strcmp(v, o->choices))
+		/* "-1": how checkpoints before 'default' existed wrote it. */
+		if (o->type == T_FLOAT && o->choices && (!strcmp(v, o->choices) || !strcmp(v, "-1")))
 			return *(float *)base = -1.0f, 0;
 		if (o->type == T_FLOAT)
 			d = strtod(v, &end);

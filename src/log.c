@@ -3,6 +3,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -125,5 +126,14 @@ const char *json_escape(const char *s, char *buf, size_t len)
 			buf[o++] = (char)ch;
 	}
 	buf[o] = 0;
+	return buf;
+}
+
+const char *json_num(double v, char *buf, size_t len)
+{
+	if (isfinite(v))
+		snprintf(buf, len, "%.7g", v);
+	else
+		snprintf(buf, len, "null");
 	return buf;
 }

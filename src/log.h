@@ -45,6 +45,11 @@ void metrics_close(void);
 /* s as the inside of a JSON string (quotes, backslashes and control
  * characters escaped) in buf; returns buf. */
 const char *json_escape(const char *s, char *buf, size_t len);
+/* v as a JSON number (7 significant digits), or null when it is NaN or
+ * infinite (a diverged loss), in buf; returns buf. */
+const char *json_num(double v, char *buf, size_t len);
+/* Room for json_escape of a path: every byte may become \u00XX. */
+#define JSON_PATH_LEN (6 * 1100)
 
 #ifdef __cplusplus
 }

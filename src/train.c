@@ -298,7 +298,7 @@ static int save_checkpoint(struct trainer *t)
 			char path[1100];
 			ckpt_path(t->cfg->ckpt_dir, t->global_step, path, sizeof(path));
 			log_info("checkpoint %s step %ld", path, t->global_step);
-			char json[2200];
+			char json[JSON_PATH_LEN];
 			metrics_write("{\"event\":\"checkpoint\",\"step\":%ld,\"path\":\"%s\"}",
 				      t->global_step, json_escape(path, json, sizeof(json)));
 			ckpt_prune(t->cfg->ckpt_dir, t->cfg->keep, t->global_step);
@@ -362,9 +362,9 @@ static int resume(struct trainer *t)
 			user_error("%s: written for a training set of %ld rows, --data %s has %ld (the "
 				   "data position counts in its rows)", used, m.train_rows, cfg->data,
 				   t->train.n);
-		else if (used[0] && (m.epoch < 0 || m.step_in_epoch < 0 ||
-				     m.step_in_epoch >= t->steps_per_epoch ||
-				     m.global_step != m.epoch * t->steps_per_epoch + m.step_in_epoch))
+		else if (used[0] && (m.global_step < 0 || m.epoch < 0 || m.step_in_epoch < 0 ||
+				     m.global_step / t->steps_per_epoch != m.epoch ||
+				     m.global_step % t->steps_per_epoch != m.step_in_epoch))
 			user_error("%s: global_step %ld, epoch %ld and step_in_epoch %ld do not agree "
 				   "with %ld steps per epoch (edited or corrupt)", used, m.global_step,
 				   m.epoch, m.step_in_epoch, t->steps_per_epoch);
@@ -429,9 +429,11 @@ static void run_eval(struct trainer *t)
 	ema_swap(&t->ema, &t->model.w);
 	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f",
 		 t->global_step, t->epoch + (t->pos ? 1 : 0), raw[0], raw[1], ema[0], ema[1]);
-	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"epoch\":%ld,\"raw_loss\":%.6f,"
-		      "\"raw_acc\":%.6f,\"ema_loss\":%.6f,\"ema_acc\":%.6f}",
-		      t->global_step, t->epoch + (t->pos ? 1 : 0), raw[0], raw[1], ema[0], ema[1]);
+	char n[4][32];
+	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"epoch\":%ld,\"raw_loss\":%s,"
+		      "\"raw_acc\":%s,\"ema_loss\":%s,\"ema_acc\":%s}",
+		      t->global_step, t->epoch + (t->pos ? 1 : 0), json_num(raw[0], n[0], 32),
+		      json_num(raw[1], n[1], 32), json_num(ema[0], n[2], 32), json_num(ema[1], n[3], 32));
 }
 
 /* A layer's gradients are final: start reducing them (grad_ready_fn). */
@@ -746,7 +748,7 @@ static void log_start(struct trainer *t)
 		 cfg->lr, cfg->batch, per_rank, t->total_steps, t->steps_per_epoch);
 	log_info("data %s (%ld rows), eval %s", cfg->data, t->train.n,
 		 t->has_eval ? cfg->eval_data : "none");
-	char data[2200], eval[2200];
+	char data[JSON_PATH_LEN], eval[JSON_PATH_LEN];
 	metrics_write("{\"event\":\"start\",\"step\":%ld,\"total_steps\":%ld,\"ranks\":%d,"
 		      "\"backend\":\"%s\",\"batch\":%d,\"data\":\"%s\",\"eval_data\":\"%s\"}",
 		      t->global_step, t->total_steps, t->comm->size, backend, cfg->batch,
@@ -794,10 +796,12 @@ static int train_loop(struct trainer *t)
 				 t->global_step, t->total_steps, t->epoch + (t->pos ? 1 : 0),
 				 sums[0] / sums[1], lr, sums[1] / dt,
 				 per_step * (double)(t->total_steps - t->global_step));
-			metrics_write("{\"event\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%.6f,"
-				      "\"lr\":%.6g,\"samples_per_s\":%.1f}",
-				      t->global_step, t->epoch + (t->pos ? 1 : 0), sums[0] / sums[1], lr,
-				      sums[1] / dt);
+			char n[3][32];
+			metrics_write("{\"event\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%s,"
+				      "\"lr\":%s,\"samples_per_s\":%s}",
+				      t->global_step, t->epoch + (t->pos ? 1 : 0),
+				      json_num(sums[0] / sums[1], n[0], 32), json_num(lr, n[1], 32),
+				      json_num(sums[1] / dt, n[2], 32));
 			rows = 0;
 			interval_steps = 0;
 			t_interval = tn;

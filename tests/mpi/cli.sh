@@ -12,9 +12,18 @@ ranks 2 "${SMALL[@]}" --steps 12 --ckpt-dir ck --metrics m.jsonl >log
 # The metrics file is JSON lines: start, train (steps 5, 10, 12, with lr),
 # eval (with epoch), checkpoint, end; a path with a quote stays valid JSON.
 ranks 2 "${SMALL[@]}" --steps 2 --ckpt-dir 'odd"dir' --metrics m2.jsonl >/dev/null
-python3 - m.jsonl m2.jsonl <<'PY' || fail "metrics file"
+# A diverged run's NaN losses are null, not a bare NaN.
+"$MTRAIN" "${SMALL[@]}" --layers 256,256 --optimizer momentum --lr 100 --steps 6 --ckpt-dir nan \
+	--metrics m3.jsonl >/dev/null
+python3 - m.jsonl m2.jsonl m3.jsonl <<'PY' || fail "metrics file"
 import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+def strict(line):
+    def no_constant(name):
+        raise ValueError("bare " + name + " in " + line)
+    return json.loads(line, parse_constant=no_constant)
+lines = [strict(l) for l in open(sys.argv[1])]
+diverged = [strict(l) for l in open(sys.argv[3])]
+assert any(l.get("raw_loss", 0) is None for l in diverged), diverged
 kinds = [l["event"] for l in lines]
 assert kinds[0] == "start" and kinds[-1] == "end", kinds
 assert lines[0]["ranks"] == 2 and lines[0]["total_steps"] == 12 and lines[-1]["reason"] == "done"
@@ -22,7 +31,7 @@ train = [l for l in lines if l["event"] == "train"]
 assert [l["step"] for l in train] == [5, 10, 12], train
 assert all(l["lr"] == 0.001 for l in train), train
 assert all("epoch" in l for l in lines if l["event"] == "eval"), lines
-odd = [json.loads(l) for l in open(sys.argv[2])]
+odd = [strict(l) for l in open(sys.argv[2])]
 assert any(l.get("path") == 'odd"dir/ckpt-00000002.h5' for l in odd), odd
 PY
 grep -Eq '^step 5/12 epoch 1 loss [0-9.]+ lr 1.000e-03 samples/s [0-9]+ eta [0-9]+s$' log ||

@@ -288,6 +288,16 @@ static void check_round_trip(void)
 	EXPECT(config_parse_text(&back, text, "hash") == 0);
 	EXPECT_STR(back.eval_data, "/data/run#2/eval.h5");
 	free(text);
+
+	/* weight-decay: "default" round-trips; "-1" is how checkpoints written
+	 * before that word wrote it; any other negative is an error. */
+	config_defaults(&back);
+	EXPECT(config_parse_text(&back, "weight-decay = 0.5\n", "wd") == 0);
+	EXPECT_NEAR(back.weight_decay, 0.5, 0);
+	EXPECT(config_parse_text(&back, "weight-decay = -1\n", "old") == 0);
+	EXPECT(back.weight_decay < 0);
+	EXPECT(config_parse_text(&back, "weight-decay = -0.5\n", "neg") != 0);
+	EXPECT(contains(user_error_text(), "-0.5 is out of range"));
 	user_error_clear();
 }
 
