@@ -44,9 +44,9 @@ void comm_finalize(struct comm *c);
 const struct comm_ops *comm_mpi_ops(void);
 struct backend;
 /* Switches the data plane to the one for be's memory: NCCL for a device
- * backend (collective; waits give up after timeout seconds), nothing for a
- * host backend. Returns 0. */
-int comm_attach_device(struct comm *c, const struct backend *be, double timeout);
+ * backend (collective; waits give up after c->timeout seconds), nothing for
+ * a host backend. Returns 0. */
+int comm_attach_device(struct comm *c, const struct backend *be);
 
 /* Control plane, collective over every rank. */
 /* Returns 1 on every rank if flag is set on any rank. */

@@ -22,7 +22,7 @@
 static struct {
 	atomic_llong deadline_ms;   /* 0: no collective under way */
 	const char *_Atomic op;     /* e.g. "all-reduce of gradients" */
-	struct comm *c;
+	struct comm *c;             /* set once, before the thread starts */
 	pthread_once_t started;
 } g_dog = {.started = PTHREAD_ONCE_INIT};
 
@@ -30,10 +30,18 @@ static long long now_ms(void) { return (long long)(log_now() * 1e3); }
 
 static void *watchdog(void *arg)
 {
+	long long before = now_ms();
 	for (;;) {
 		usleep(500 * 1000);
+		/* A gap far longer than the nap means the whole process was
+		 * stopped (a suspended job): that time is nobody's stall. */
+		long long now = now_ms(), gap = now - before;
+		before = now;
 		long long d = atomic_load(&g_dog.deadline_ms);
-		if (d && now_ms() > d) {
+		if (gap > 2000 && d &&
+		    atomic_compare_exchange_strong(&g_dog.deadline_ms, &d, d + gap - 500))
+			d += gap - 500;
+		if (d && now > d) {
 			struct comm *c = g_dog.c;
 			fprintf(stderr, "mtrain: error: rank %d on %s: MPI %s did not complete within "
 				"--comm-timeout %g s (another rank stalled, died or is elsewhere); "
@@ -57,7 +65,8 @@ static void guard(struct comm *c, const char *op)
 {
 	if (c->timeout <= 0)
 		return;
-	g_dog.c = c;
+	if (!g_dog.c)
+		g_dog.c = c; /* the one communicator; read by the thread only after */
 	pthread_once(&g_dog.started, start_watchdog);
 	atomic_store(&g_dog.op, op);
 	atomic_store(&g_dog.deadline_ms, now_ms() + (long long)(c->timeout * 1e3));
@@ -129,6 +138,9 @@ int comm_init(struct comm *c, int *argc, char ***argv)
 	/* Funneled: only the main thread calls MPI (the watchdog never does). */
 	int provided = 0;
 	MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+	if (provided < MPI_THREAD_FUNNELED)
+		log_warn("this MPI offers no thread support (level %d): --comm-timeout's watchdog "
+			 "thread runs anyway, making no MPI calls", provided);
 	/* Errors come back as codes so MPI_CHECK can name the call. */
 	MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
 	MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));

@@ -29,7 +29,6 @@ struct nccl_state {
 	cudaStream_t stream;    /* collectives */
 	cudaEvent_t computed;   /* compute stream reached a bucket */
 	cudaEvent_t reduced;    /* collectives done */
-	double timeout;         /* seconds, e.g. 300 */
 };
 
 /* Gives up on a collective: say who and what first (the abort itself may
@@ -57,7 +56,7 @@ static void settle(struct comm *c, struct nccl_state *s, const char *op)
 			return;
 		if (e != ncclInProgress)
 			give_up(c, s, op, ncclGetErrorString(e));
-		if (log_now() - start > s->timeout)
+		if (c->timeout > 0 && log_now() - start > c->timeout)
 			give_up(c, s, op, "did not complete within --comm-timeout");
 	}
 }
@@ -77,7 +76,7 @@ static void wait_collectives(struct comm *c, struct nccl_state *s, const char *o
 		NCCL_CHECK(ncclCommGetAsyncError(s->comm, &e));
 		if (e != ncclSuccess && e != ncclInProgress)
 			give_up(c, s, op, ncclGetErrorString(e));
-		if (log_now() - start > s->timeout)
+		if (c->timeout > 0 && log_now() - start > c->timeout)
 			give_up(c, s, op, "did not complete within --comm-timeout");
 	}
 	/* Later compute reads the sums. */
@@ -138,14 +137,13 @@ static const struct comm_ops nccl_ops = {
 	.release = nccl_release,
 };
 
-int comm_attach_device(struct comm *c, const struct backend *be, double timeout)
+int comm_attach_device(struct comm *c, const struct backend *be)
 {
 	void *compute = be->stream ? be->stream() : NULL;
 	if (!compute)
 		return 0; /* host memory: MPI stays */
 	struct nccl_state *s = xcalloc(1, sizeof(*s));
 	s->compute = (cudaStream_t)compute;
-	s->timeout = timeout;
 	ncclUniqueId id;
 	if (c->rank == 0)
 		NCCL_CHECK(ncclGetUniqueId(&id));

@@ -100,8 +100,10 @@ static void cpu_optim_update(float *w, const float *g, float *s1, float *s2,
 	 * which stores to w cannot alias, stays in registers. */
 	const struct optim_hp hp = *h;
 #define OPTIM_LOOP(kind)                                                       \
-	for (size_t i = 0; i < n; i++)                                         \
-		w[i] = optim_elem(kind, &hp, i, w, g, s1, s2);
+	do {                                                                   \
+		for (size_t i = 0; i < n; i++)                                 \
+			w[i] = optim_elem(kind, &hp, i, w, g, s1, s2);         \
+	} while (0)
 	switch (hp.kind) {
 	case OPTIM_SGD: OPTIM_LOOP(OPTIM_SGD); break;
 	case OPTIM_MOMENTUM: OPTIM_LOOP(OPTIM_MOMENTUM); break;

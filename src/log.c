@@ -60,7 +60,7 @@ void log_error(const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	if (g_size > 1)
-		fprintf(stderr, "mtrain: error (rank %d on %s): ", g_rank, g_host);
+		fprintf(stderr, "mtrain: error: rank %d on %s: ", g_rank, g_host);
 	else
 		fputs("mtrain: error: ", stderr);
 	vfprintf(stderr, fmt, ap);

@@ -640,7 +640,7 @@ static const struct backend *select_backend(const struct config *cfg, struct com
 			   be->name);
 	if (comm_user_errors(c))
 		return NULL;
-	comm_attach_device(c, be, cfg->comm_timeout);
+	comm_attach_device(c, be);
 	return be;
 }
 

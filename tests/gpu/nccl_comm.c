@@ -27,7 +27,8 @@ int main(int argc, char **argv)
 		comm_finalize(&c);
 		return fatal ? 1 : SKIP_CODE;
 	}
-	comm_attach_device(&c, be, 60.0);
+	c.timeout = 60.0;
+	comm_attach_device(&c, be);
 	EXPECT(!strcmp(c.ops->name, "nccl"));
 	size_t bytes = N * sizeof(float);
 	float *h = be->alloc_host(bytes), *d = be->alloc(bytes), *out = be->alloc(bytes);
