@@ -493,17 +493,28 @@ static int next_line(const char **p, char *buf, size_t len)
 	return 1;
 }
 
+/* Whether the key of line ("key = value") is one of the words of list. */
+static int key_in(const char *line, const char *list)
+{
+	size_t n = strcspn(line, " ");
+	for (const char *w = list; w && *w; w += strspn(w, " ")) {
+		size_t m = strcspn(w, " ");
+		if (m == n && !strncmp(w, line, n))
+			return 1;
+		w += m;
+	}
+	return 0;
+}
+
 int config_diff(const char *a, const char *b, const char *ignore, char *line_a,
 		char *line_b, size_t len)
 {
-	size_t skip = ignore ? strlen(ignore) : 0;
 	for (;;) {
 		int more_a = next_line(&a, line_a, len), more_b = next_line(&b, line_b, len);
 		if (!more_a && !more_b)
 			return 0;
 		if (!more_a || !more_b || strcmp(line_a, line_b)) {
-			if (skip && !strncmp(line_a, ignore, skip) && line_a[skip] == ' ' &&
-			    !strncmp(line_b, ignore, skip) && line_b[skip] == ' ')
+			if (more_a && more_b && key_in(line_a, ignore) && key_in(line_b, ignore))
 				continue;
 			if (!more_a)
 				snprintf(line_a, len, "(nothing)");

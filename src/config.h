@@ -65,9 +65,10 @@ int config_validate(const struct config *cfg);
 void config_write(const struct config *cfg, FILE *f);
 /* config_write into a malloc'd string. */
 char *config_to_text(const struct config *cfg);
-/* Compares two config_write texts line by line, skipping the key ignore
- * (may be NULL). Returns 0 when equal; else 1 with the first differing
- * pair, "key = a" and "key = b", in line_a / line_b. */
+/* Compares two config_write texts line by line, skipping the keys named in
+ * ignore, separated by spaces (may be NULL). Returns 0 when equal; else 1
+ * with the first differing pair, "key = a" and "key = b", in line_a /
+ * line_b. */
 int config_diff(const char *a, const char *b, const char *ignore, char *line_a,
 		char *line_b, size_t len);
 /* Prints the option reference for --help. */

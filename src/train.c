@@ -308,6 +308,13 @@ static int save_checkpoint(struct trainer *t)
 	return comm_any(c, failed) ? -1 : 0;
 }
 
+/* Options a resumed run may change without a word: where files are, how
+ * long to run, how to log, on what to compute. The others (the model,
+ * optimizer, schedule, EMA) are named in a warning when they differ. */
+#define RESUME_MAY_CHANGE                                                      \
+	"data eval-data steps epochs ckpt-dir ckpt-every keep resume log-every "   \
+	"metrics device precision comm-timeout eval-batch ema-sync-every"
+
 /* With --resume never or FILE, checkpoints of another run above the start
  * step stay in --ckpt-dir (pruning leaves them alone), and a later --resume
  * auto would take them: say so. */
@@ -368,6 +375,12 @@ static int resume(struct trainer *t)
 			user_error("%s: global_step %ld, epoch %ld and step_in_epoch %ld do not agree "
 				   "with %ld steps per epoch (edited or corrupt)", used, m.global_step,
 				   m.epoch, m.step_in_epoch, t->steps_per_epoch);
+		/* Other hyper-parameters are allowed (a longer run, a lower
+		 * rate) but should not pass unnoticed: name the first. */
+		char a[PATH_LEN + 64], b[PATH_LEN + 64];
+		if (used[0] && !user_error_pending() && m.config &&
+		    config_diff(m.config, t->config_text, RESUME_MAY_CHANGE, a, b, sizeof(a)))
+			log_warn("%s was written with '%s'; this run has '%s'", used, a, b);
 	}
 	if (c->rank == 0 && !user_error_pending())
 		warn_newer_checkpoints(t, used[0] ? m.global_step : 0);

@@ -46,4 +46,11 @@ ranks 1 "${FLAGS[@]}" --steps 20 --ckpt-dir skip >log 2>err
 grep -q "skipping checkpoint" err || { cat err; fail "corrupt checkpoint not reported"; }
 grep -q "resumed from skip/ckpt-00000010.h5" log || fail "did not fall back to step 10"
 same_ckpt straight1/ckpt-00000020.h5 skip/ckpt-00000020.h5
+# Resuming for longer is silent; resuming with another learning rate works
+# but is named in a warning.
+"$MTRAIN" "${FLAGS[@]}" --steps 22 --ckpt-dir skip >/dev/null 2>err
+[ ! -s err ] || { cat err; fail "a longer resumed run warned"; }
+"$MTRAIN" "${FLAGS[@]}" --steps 24 --lr 0.02 --ckpt-dir skip >/dev/null 2>err
+grep -q "skip/ckpt-00000022.h5 was written with 'lr = .*'; this run has 'lr = 0.0199" err ||
+	{ cat err; fail "no warning for a changed learning rate"; }
 pass "resume is bitwise identical to the run never stopped"
