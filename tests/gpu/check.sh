@@ -124,9 +124,8 @@ stage "cuda.backend_ops" 120 "$BUILD/tests/gpu/test_backend_ops"
 stage "cuda.nccl_comm" 90 mpirun --oversubscribe -np 1 "$BUILD/tests/gpu/nccl_comm"
 # One rank leaves NCCL nothing to move. Two ranks on one GPU that NCCL takes
 # for two hosts (NCCL_HOSTID) make it sum over sockets for real.
-stage "nccl_comm, 2 ranks on one GPU as two hosts" 90 env NCCL_IB_DISABLE=1 \
-	NCCL_SOCKET_IFNAME=lo mpirun --oversubscribe -np 2 \
-	sh -c 'NCCL_HOSTID=mtrain-$OMPI_COMM_WORLD_RANK exec "$0"' "$BUILD/tests/gpu/nccl_comm"
+stage "nccl_comm, 2 ranks on one GPU as two hosts" 90 mpirun --oversubscribe -np 2 \
+	sh tests/gpu/host_per_rank.sh "$BUILD/tests/gpu/nccl_comm"
 stage "cuda.train" 240 env MTRAIN_BUILD="$BUILD" bash tests/gpu/train.sh
 
 if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then

@@ -7,7 +7,8 @@
 # without a GPU; fails if the GPU is there but unusable. Each block runs on
 # even when an earlier one failed (a GPU run is scarce), and the test fails
 # if any did.
-. "$(dirname "$0")/../mpi/lib.sh"
+GPU_TESTS=$(cd "$(dirname "$0")" && pwd)
+. "$GPU_TESTS/../mpi/lib.sh"
 probe=0
 gpus=$("$MTRAIN_BUILD/tests/gpu/gpu_probe") || probe=$?
 [ $probe = 77 ] && { echo "SKIPPED: no GPU visible"; exit 77; }
@@ -16,12 +17,10 @@ make_data
 # Every GPU run gives up on a stuck collective long before the test does.
 FLAGS=("${SMALL[@]}" --optimizer momentum --lr 0.05 --comm-timeout 30)
 one() { timeout 60 "$MTRAIN" "$@"; }
-# two_hosts ARGS...: mtrain on 2 ranks that NCCL takes for two hosts
-# (NCCL_HOSTID), so that even on one GPU the NCCL path runs for real, over
-# sockets on loopback.
+# two_hosts ARGS...: mtrain on 2 ranks that NCCL takes for two hosts, so
+# that even on one GPU the NCCL path runs for real (host_per_rank.sh).
 two_hosts() {
-	NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo timeout 120 "$MPIRUN" --oversubscribe -np 2 \
-		sh -c 'NCCL_HOSTID=mtrain-$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$MTRAIN" "$@"
+	timeout 120 "$MPIRUN" --oversubscribe -np 2 sh "$GPU_TESTS/host_per_rank.sh" "$MTRAIN" "$@"
 }
 
 gpu_matches_cpu() {
