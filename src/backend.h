@@ -17,11 +17,6 @@
 extern "C" {
 #endif
 
-enum device_kind { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA };
-/* Matrix products: fp32 throughout, or bf16 inputs with fp32 accumulation
- * (weights, optimizer slots and EMA shadows stay fp32 either way). */
-enum precision { PRECISION_FP32, PRECISION_BF16 };
-
 struct backend {
 	const char *name; /* "cpu", "cuda" */
 

@@ -104,12 +104,10 @@ static void cpu_optim_update(float *w, const float *g, float *s1, float *s2,
 		for (size_t i = 0; i < n; i++)                                 \
 			w[i] = optim_elem(kind, &hp, i, w, g, s1, s2);         \
 	} while (0)
-	switch (hp.kind) {
-	case OPTIM_SGD: OPTIM_LOOP(OPTIM_SGD); break;
-	case OPTIM_MOMENTUM: OPTIM_LOOP(OPTIM_MOMENTUM); break;
-	case OPTIM_ADAM: OPTIM_LOOP(OPTIM_ADAM); break;
-	case OPTIM_ADAMW: OPTIM_LOOP(OPTIM_ADAMW); break;
-	}
+#define OPTIM_CASE(id, ...)                                                    \
+	case id: OPTIM_LOOP(id); break;
+	switch (hp.kind) { OPTIM_KINDS(OPTIM_CASE) }
+#undef OPTIM_CASE
 #undef OPTIM_LOOP
 }
 

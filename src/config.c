@@ -18,50 +18,59 @@ struct option_def {
 	const char *name; /* flag without "--", and config key */
 	enum opt_type type;
 	size_t offset;
-	double min, max;     /* numeric range, inclusive */
-	const char *choices; /* T_ENUM: "a|b|c" in enum order; T_FLOAT: the word
-			      * for "unset" (stored as -1), e.g. "default" */
+	double min, max;          /* numeric range, inclusive */
+	const char *const *names; /* T_ENUM: the kind's names (kinds.h) */
+	const char *unset;        /* T_FLOAT: the word for "unset" (stored as -1),
+				   * e.g. "default" */
+	unsigned flags;           /* OPT_* */
 	const char *help;
 };
 
 #define OFF(f) offsetof(struct config, f)
+#define OPT(n, t, f, lo, hi, fl, h) {n, t, OFF(f), lo, hi, NULL, NULL, fl, h}
+#define OPT_ENUM(n, f, list, fl, h) {n, T_ENUM, OFF(f), 0, 0, list, NULL, fl, h}
+/* The "may change" column: M, a resumed run may change it without a word
+ * (where files are, how long to run, how to log, on what to compute); the
+ * others are named in a warning when they differ from the checkpoint's. */
+#define M OPT_MAY_CHANGE
 static const struct option_def options[] = {
-	{"data", T_STR, OFF(data), 0, 0, NULL, "training set: HDF5 with x [N,D] and y [N] (default: Fashion-MNIST, imported on first use)"},
-	{"eval-data", T_STR, OFF(eval_data), 0, 0, NULL, "evaluation set, same layout; 'none' for no evaluation"},
-	{"layers", T_LIST, OFF(hidden), 1, 65536, NULL, "hidden layer widths, comma-separated"},
-	{"activation", T_ENUM, OFF(act), 0, 0, "relu|gelu|tanh", "hidden activation"},
-	{"optimizer", T_ENUM, OFF(optim), 0, 0, "sgd|momentum|adam|adamw", "optimizer"},
-	{"lr", T_FLOAT, OFF(lr), 0, 100, NULL, "peak learning rate"},
-	{"momentum", T_FLOAT, OFF(momentum), 0, 0.999999, NULL, "momentum coefficient (momentum optimizer)"},
-	{"nesterov", T_BOOL, OFF(nesterov), 0, 1, NULL, "Nesterov momentum (on|off)"},
-	{"beta1", T_FLOAT, OFF(beta1), 0, 0.999999, NULL, "Adam first-moment decay"},
-	{"beta2", T_FLOAT, OFF(beta2), 0, 0.999999, NULL, "Adam second-moment decay"},
-	{"eps", T_FLOAT, OFF(eps), 0, 1, NULL, "Adam epsilon"},
-	{"weight-decay", T_FLOAT, OFF(weight_decay), 0, 10, "default", "weight decay: L2 for sgd/momentum/adam, decoupled for adamw (default 0; 0.01 for adamw)"},
-	{"schedule", T_ENUM, OFF(schedule), 0, 0, "constant|cosine|step", "learning-rate schedule after warm-up"},
-	{"warmup", T_LONG, OFF(warmup), 0, 1e12, NULL, "linear warm-up steps"},
-	{"lr-min", T_FLOAT, OFF(lr_min), 0, 100, NULL, "cosine schedule floor"},
-	{"lr-step-every", T_LONG, OFF(lr_step_every), 1, 1e12, NULL, "step schedule: steps between decays"},
-	{"lr-gamma", T_FLOAT, OFF(lr_gamma), 0, 1, NULL, "step schedule: decay factor"},
-	{"batch", T_INT, OFF(batch), 1, 1 << 24, NULL, "global batch size, split across ranks"},
-	{"eval-batch", T_INT, OFF(eval_batch), 1, 1 << 20, NULL, "evaluation rows per rank per batch"},
-	{"epochs", T_INT, OFF(epochs), 1, 1e6, NULL, "epochs to train (ignored when --steps is set)"},
-	{"steps", T_LONG, OFF(steps), 0, 1e12, NULL, "total optimizer steps; 0: as many as --epochs make"},
-	{"seed", T_U64, OFF(seed), 0, 0, NULL, "seed of the initial weights and of each epoch's order"},
-	{"ema-decay", T_FLOAT, OFF(ema_decay), 0, 0.9999999, NULL, "EMA decay (below 1 in float32)"},
-	{"ema-num-updates", T_BOOL, OFF(ema_num_updates), 0, 1, NULL, "decay = min(decay, (1+step)/(10+step)) (on|off)"},
-	{"ema-sync-every", T_LONG, OFF(ema_sync_every), 1, 1e12, NULL, "steps between broadcasts of rank 0's EMA shadows"},
-	{"ckpt-dir", T_STR, OFF(ckpt_dir), 0, 0, NULL, "checkpoint folder"},
-	{"ckpt-every", T_LONG, OFF(ckpt_every), 0, 1e12, NULL, "steps between checkpoints, besides those at the end of every epoch and of the run; 0: only those"},
-	{"keep", T_INT, OFF(keep), 1, 1e6, NULL, "newest checkpoints kept"},
-	{"resume", T_STR, OFF(resume), 0, 0, NULL, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"},
-	{"log-every", T_LONG, OFF(log_every), 1, 1e12, NULL, "steps between progress lines"},
-	{"metrics", T_STR, OFF(metrics), 0, 0, NULL, "append JSON-lines metrics to this file (rank 0)"},
-	{"device", T_ENUM, OFF(device), 0, 0, "auto|cpu|cuda", "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"},
-	{"precision", T_ENUM, OFF(precision), 0, 0, "fp32|bf16", "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"},
-	{"comm-timeout", T_FLOAT, OFF(comm_timeout), 1, 86400, NULL, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"},
-	{"config", T_STR, OFF(config_file), 0, 0, NULL, "key = value file of these options; flags override it"},
+	OPT("data", T_STR, data, 0, 0, M, "training set: HDF5 with x [N,D] and y [N] (default: Fashion-MNIST, imported on first use)"),
+	OPT("eval-data", T_STR, eval_data, 0, 0, M, "evaluation set, same layout; 'none' for no evaluation"),
+	OPT("layers", T_LIST, hidden, 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
+	OPT_ENUM("activation", act, act_names, 0, "hidden activation"),
+	OPT_ENUM("optimizer", optim, optim_names, 0, "optimizer"),
+	OPT("lr", T_FLOAT, lr, 0, 100, 0, "peak learning rate"),
+	OPT("momentum", T_FLOAT, momentum, 0, 0.999999, 0, "momentum coefficient (momentum optimizer)"),
+	OPT("nesterov", T_BOOL, nesterov, 0, 1, 0, "Nesterov momentum (on|off)"),
+	OPT("beta1", T_FLOAT, beta1, 0, 0.999999, 0, "Adam first-moment decay"),
+	OPT("beta2", T_FLOAT, beta2, 0, 0.999999, 0, "Adam second-moment decay"),
+	OPT("eps", T_FLOAT, eps, 0, 1, 0, "Adam epsilon"),
+	{"weight-decay", T_FLOAT, OFF(weight_decay), 0, 10, NULL, "default", 0, "weight decay: L2 for sgd/momentum/adam, decoupled for adamw (default 0; 0.01 for adamw)"},
+	OPT_ENUM("schedule", schedule, schedule_names, 0, "learning-rate schedule after warm-up"),
+	OPT("warmup", T_LONG, warmup, 0, 1e12, 0, "linear warm-up steps"),
+	OPT("lr-min", T_FLOAT, lr_min, 0, 100, 0, "cosine schedule floor"),
+	OPT("lr-step-every", T_LONG, lr_step_every, 1, 1e12, 0, "step schedule: steps between decays"),
+	OPT("lr-gamma", T_FLOAT, lr_gamma, 0, 1, 0, "step schedule: decay factor"),
+	OPT("batch", T_INT, batch, 1, 1 << 24, 0, "global batch size, split across ranks"),
+	OPT("eval-batch", T_INT, eval_batch, 1, 1 << 20, M, "evaluation rows per rank per batch"),
+	OPT("epochs", T_INT, epochs, 1, 1e6, M, "epochs to train (ignored when --steps is set)"),
+	OPT("steps", T_LONG, steps, 0, 1e12, M, "total optimizer steps; 0: as many as --epochs make"),
+	OPT("seed", T_U64, seed, 0, 0, 0, "seed of the initial weights and of each epoch's order"),
+	OPT("ema-decay", T_FLOAT, ema_decay, 0, 0.9999999, 0, "EMA decay (below 1 in float32)"),
+	OPT("ema-num-updates", T_BOOL, ema_num_updates, 0, 1, 0, "decay = min(decay, (1+step)/(10+step)) (on|off)"),
+	OPT("ema-sync-every", T_LONG, ema_sync_every, 1, 1e12, M, "steps between broadcasts of rank 0's EMA shadows"),
+	OPT("ckpt-dir", T_STR, ckpt_dir, 0, 0, M, "checkpoint folder"),
+	OPT("ckpt-every", T_LONG, ckpt_every, 0, 1e12, M, "steps between checkpoints, besides those at the end of every epoch and of the run; 0: only those"),
+	OPT("keep", T_INT, keep, 1, 1e6, M, "newest checkpoints kept"),
+	OPT("resume", T_STR, resume, 0, 0, M, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"),
+	OPT("log-every", T_LONG, log_every, 1, 1e12, M, "steps between progress lines"),
+	OPT("metrics", T_STR, metrics, 0, 0, M, "append JSON-lines metrics to this file (rank 0)"),
+	OPT_ENUM("device", device, device_names, M, "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"),
+	OPT_ENUM("precision", precision, precision_names, M, "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"),
+	OPT("comm-timeout", T_FLOAT, comm_timeout, 1, 86400, M, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"),
+	OPT("config", T_STR, config_file, 0, 0, OPT_NOT_STORED, "key = value file of these options; flags override it"),
 };
+#undef M
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
 void config_defaults(struct config *cfg)
@@ -95,33 +104,6 @@ void config_defaults(struct config *cfg)
 	cfg->precision = PRECISION_FP32;
 	cfg->comm_timeout = 300.0f;
 }
-
-static const char *enum_choice(const char *choices, int index, char *buf, size_t len)
-{
-	const char *p = choices;
-	for (int i = 0; i < index && p; i++) {
-		p = strchr(p, '|');
-		if (p)
-			p++;
-	}
-	if (!p)
-		return "?";
-	size_t n = strcspn(p, "|");
-	snprintf(buf, len, "%.*s", (int)n, p);
-	return buf;
-}
-
-static const char *choice_name(const char *choices, int index)
-{
-	static char buf[4][32];
-	static int slot;
-	slot = (slot + 1) % 4;
-	return enum_choice(choices, index, buf[slot], sizeof(buf[slot]));
-}
-
-const char *config_act_name(int act) { return choice_name("relu|gelu|tanh", act); }
-const char *config_optim_name(int o) { return choice_name("sgd|momentum|adam|adamw", o); }
-const char *config_device_name(int d) { return choice_name("auto|cpu|cuda", d); }
 
 void config_hidden_text(const struct config *cfg, char *buf, size_t len)
 {
@@ -228,16 +210,15 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 		if (parse_bool(v, (int *)base))
 			return user_error("%s: '%s' is not on or off", where, v);
 		return 0;
-	case T_ENUM:
-		for (int i = 0;; i++) {
-			char buf[32];
-			const char *c = enum_choice(o->choices, i, buf, sizeof(buf));
-			if (!strcmp(c, "?"))
-				break;
-			if (!strcmp(c, v))
-				return *(int *)base = i, 0;
-		}
-		return user_error("%s: '%s' is not one of %s", where, v, o->choices);
+	case T_ENUM: {
+		int i = kind_parse(o->names, v);
+		char list[128];
+		if (i < 0)
+			return user_error("%s: '%s' is not one of %s", where, v,
+					  kind_choices(o->names, list, sizeof(list)));
+		*(int *)base = i;
+		return 0;
+	}
 	case T_LIST: {
 		int n = 0;
 		const char *p = v;
@@ -271,7 +252,7 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 	default: {
 		double d;
 		/* "-1": how checkpoints before 'default' existed wrote it. */
-		if (o->type == T_FLOAT && o->choices && (!strcmp(v, o->choices) || !strcmp(v, "-1")))
+		if (o->type == T_FLOAT && o->unset && (!strcmp(v, o->unset) || !strcmp(v, "-1")))
 			return *(float *)base = -1.0f, 0;
 		if (o->type == T_FLOAT)
 			d = strtod(v, &end);
@@ -446,14 +427,14 @@ static void write_value(const struct config *cfg, const struct option_def *o, FI
 	switch (o->type) {
 	case T_STR: fputs(base, f); break;
 	case T_BOOL: fputs(*(const int *)base ? "on" : "off", f); break;
-	case T_ENUM: fputs(choice_name(o->choices, *(const int *)base), f); break;
+	case T_ENUM: fputs(kind_name(o->names, *(const int *)base), f); break;
 	case T_LIST: config_hidden_text(cfg, buf, sizeof(buf)); fputs(buf, f); break;
 	case T_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)base); break;
 	case T_INT: fprintf(f, "%d", *(const int *)base); break;
 	case T_LONG: fprintf(f, "%ld", *(const long *)base); break;
 	case T_FLOAT:
-		if (o->choices && *(const float *)base < 0.0f)
-			fputs(o->choices, f);
+		if (o->unset && *(const float *)base < 0.0f)
+			fputs(o->unset, f);
 		else
 			fprintf(f, "%.9g", *(const float *)base);
 		break;
@@ -463,7 +444,7 @@ static void write_value(const struct config *cfg, const struct option_def *o, FI
 void config_write(const struct config *cfg, FILE *f)
 {
 	for (size_t i = 0; i < N_OPTIONS; i++) {
-		if (!strcmp(options[i].name, "config"))
+		if (options[i].flags & OPT_NOT_STORED)
 			continue;
 		fprintf(f, "%s = ", options[i].name);
 		write_value(cfg, &options[i], f);
@@ -493,28 +474,25 @@ static int next_line(const char **p, char *buf, size_t len)
 	return 1;
 }
 
-/* Whether the key of line ("key = value") is one of the words of list. */
-static int key_in(const char *line, const char *list)
+/* Whether the option of line ("key = value") has a flag of mask. */
+static int line_flagged(const char *line, unsigned mask)
 {
-	size_t n = strcspn(line, " ");
-	for (const char *w = list; w && *w; w += strspn(w, " ")) {
-		size_t m = strcspn(w, " ");
-		if (m == n && !strncmp(w, line, n))
-			return 1;
-		w += m;
-	}
-	return 0;
+	char key[64];
+	snprintf(key, sizeof(key), "%.*s", (int)strcspn(line, " ="), line);
+	const struct option_def *o = find_option(key);
+	return o && (o->flags & mask);
 }
 
-int config_diff(const char *a, const char *b, const char *ignore, char *line_a,
-		char *line_b, size_t len)
+int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char *line_b,
+		size_t len)
 {
 	for (;;) {
 		int more_a = next_line(&a, line_a, len), more_b = next_line(&b, line_b, len);
 		if (!more_a && !more_b)
 			return 0;
 		if (!more_a || !more_b || strcmp(line_a, line_b)) {
-			if (more_a && more_b && key_in(line_a, ignore) && key_in(line_b, ignore))
+			if (more_a && more_b && line_flagged(line_a, skip) &&
+			    line_flagged(line_b, skip))
 				continue;
 			if (!more_a)
 				snprintf(line_a, len, "(nothing)");
@@ -531,11 +509,11 @@ void config_print_help(FILE *f)
 	config_defaults(&def);
 	for (size_t i = 0; i < N_OPTIONS; i++) {
 		const struct option_def *o = &options[i];
-		char flag[64], unset[32] = "";
-		int has_unset = o->type == T_FLOAT && o->choices;
+		char flag[64], unset[32] = "", list[128];
+		int has_unset = o->type == T_FLOAT && o->unset;
 		if (has_unset)
-			snprintf(unset, sizeof(unset), "X|%s", o->choices);
-		const char *meta = o->type == T_ENUM ? o->choices
+			snprintf(unset, sizeof(unset), "X|%s", o->unset);
+		const char *meta = o->type == T_ENUM ? kind_choices(o->names, list, sizeof(list))
 				   : o->type == T_STR ? "PATH"
 				   : o->type == T_BOOL ? "on|off"
 				   : o->type == T_LIST ? "W,W,..."

@@ -5,12 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backend.h"
+#include "kinds.h"
 
 #define MAX_HIDDEN 16
 #define PATH_LEN 1024
-
-enum lr_schedule { SCHED_CONSTANT, SCHED_COSINE, SCHED_STEP };
 
 struct config {
 	char data[PATH_LEN];      /* training set, e.g. "data/fashion-mnist-train.h5" */
@@ -65,17 +63,18 @@ int config_validate(const struct config *cfg);
 void config_write(const struct config *cfg, FILE *f);
 /* config_write into a malloc'd string. */
 char *config_to_text(const struct config *cfg);
-/* Compares two config_write texts line by line, skipping the keys named in
- * ignore, separated by spaces (may be NULL). Returns 0 when equal; else 1
- * with the first differing pair, "key = a" and "key = b", in line_a /
- * line_b. */
-int config_diff(const char *a, const char *b, const char *ignore, char *line_a,
-		char *line_b, size_t len);
+/* Option flags, a column of the option table. */
+enum {
+	OPT_MAY_CHANGE = 1, /* a resumed run may change it without a word */
+	OPT_SHAPE = 2,      /* shapes the model: ranks compare the registry instead */
+	OPT_NOT_STORED = 4, /* not part of the configuration text (--config) */
+};
+/* Compares two config_write texts line by line, skipping the options with
+ * a flag of skip (OPT_*; 0 skips none). Returns 0 when equal; else 1 with
+ * the first differing pair, "key = a" and "key = b", in line_a / line_b. */
+int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char *line_b,
+		size_t len);
 /* Prints the option reference for --help. */
 void config_print_help(FILE *f);
-/* Names of the enum values, for logs. */
-const char *config_act_name(int act);
-const char *config_optim_name(int optim);
-const char *config_device_name(int device);
 /* "256,256" for the hidden widths. */
 void config_hidden_text(const struct config *cfg, char *buf, size_t len);

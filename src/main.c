@@ -77,10 +77,11 @@ static int cmd_eval(int argc, char **argv, struct comm *c)
 	if (!sub_args(argc, argv, keys, vals, 4)) {
 		if (!vals[0])
 			user_error("eval: --ckpt FILE is required");
-		else if (vals[3] && strcmp(vals[3], "auto"))
-			device = !strcmp(vals[3], "cpu") ? DEVICE_CPU
-				 : !strcmp(vals[3], "cuda") ? DEVICE_CUDA
-				 : (user_error("--device: '%s' is not one of auto|cpu|cuda", vals[3]), 0);
+		else if (vals[3] && (device = kind_parse(device_names, vals[3])) < 0) {
+			char list[64];
+			user_error("--device: '%s' is not one of %s", vals[3],
+				   kind_choices(device_names, list, sizeof(list)));
+		}
 	}
 	if (comm_user_errors(c))
 		return EXIT_USER;

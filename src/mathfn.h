@@ -5,14 +5,13 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "kinds.h"
+
 #ifdef __CUDACC__
 #define MT_FN __host__ __device__ static inline
 #else
 #define MT_FN static inline
 #endif
-
-enum act_kind { ACT_RELU, ACT_GELU, ACT_TANH };
-enum optim_kind { OPTIM_SGD, OPTIM_MOMENTUM, OPTIM_ADAM, OPTIM_ADAMW };
 
 /* act(x): relu, gelu (exact, erf form as in PyTorch), tanh. */
 MT_FN float act_fwd(enum act_kind act, float x)

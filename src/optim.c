@@ -5,11 +5,22 @@
 #include <math.h>
 #include <string.h>
 
+/* The OPTIM_KINDS table: slots, their names and the default weight decay. */
+static const struct optim_info {
+	int n_slots;
+	const char *slot_suffix[2];
+	float weight_decay;
+} optim_info[] = {
+#define OPTIM_INFO(id, name, slots, s1, s2, wd) [id] = {slots, {s1, s2}, wd},
+	OPTIM_KINDS(OPTIM_INFO)
+#undef OPTIM_INFO
+};
+
 float optim_weight_decay(const struct config *cfg)
 {
 	if (cfg->weight_decay >= 0.0f)
 		return cfg->weight_decay;
-	return cfg->optim == OPTIM_ADAMW ? 0.01f : 0.0f; /* PyTorch's defaults */
+	return optim_info[cfg->optim].weight_decay;
 }
 
 void optim_init(struct optim *o, const struct backend *be, const struct config *cfg, size_t n)
@@ -24,14 +35,10 @@ void optim_init(struct optim *o, const struct backend *be, const struct config *
 	o->hp.beta2 = cfg->beta2;
 	o->hp.eps = cfg->eps;
 	o->hp.weight_decay = optim_weight_decay(cfg);
-	if (cfg->optim == OPTIM_MOMENTUM) {
-		o->n_slots = 1;
-		o->slot_suffix[0] = "Momentum";
-	} else if (cfg->optim == OPTIM_ADAM || cfg->optim == OPTIM_ADAMW) {
-		o->n_slots = 2;
-		o->slot_suffix[0] = "Adam";
-		o->slot_suffix[1] = "Adam_1";
-	}
+	const struct optim_info *info = &optim_info[cfg->optim];
+	o->n_slots = info->n_slots;
+	for (int i = 0; i < o->n_slots; i++)
+		o->slot_suffix[i] = info->slot_suffix[i];
 	for (int i = 0; i < o->n_slots; i++)
 		o->slot[i] = be->alloc(n * sizeof(float));
 }

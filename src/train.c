@@ -308,13 +308,6 @@ static int save_checkpoint(struct trainer *t)
 	return comm_any(c, failed) ? -1 : 0;
 }
 
-/* Options a resumed run may change without a word: where files are, how
- * long to run, how to log, on what to compute. The others (the model,
- * optimizer, schedule, EMA) are named in a warning when they differ. */
-#define RESUME_MAY_CHANGE                                                      \
-	"data eval-data steps epochs ckpt-dir ckpt-every keep resume log-every "   \
-	"metrics device precision comm-timeout eval-batch ema-sync-every"
-
 /* With --resume never or FILE, checkpoints of another run above the start
  * step stay in --ckpt-dir (pruning leaves them alone), and a later --resume
  * auto would take them: say so. */
@@ -379,7 +372,7 @@ static int resume(struct trainer *t)
 		 * rate) but should not pass unnoticed: name the first. */
 		char a[PATH_LEN + 64], b[PATH_LEN + 64];
 		if (used[0] && !user_error_pending() && m.config &&
-		    config_diff(m.config, t->config_text, RESUME_MAY_CHANGE, a, b, sizeof(a)))
+		    config_diff(m.config, t->config_text, OPT_MAY_CHANGE, a, b, sizeof(a)))
 			log_warn("%s was written with '%s'; this run has '%s'", used, a, b);
 	}
 	if (c->rank == 0 && !user_error_pending())
@@ -635,7 +628,7 @@ static const struct backend *select_backend(const struct config *cfg, struct com
 	if (cfg->device != DEVICE_CPU) {
 		cuda = backend_cuda_open(c->local_rank, c->local_size, &why, &fatal);
 		if (fatal || (cfg->device == DEVICE_CUDA && !cuda))
-			user_error("--device %s: %s", config_device_name(cfg->device), why);
+			user_error("--device %s: %s", kind_name(device_names, cfg->device), why);
 	}
 	if (comm_user_errors(c))
 		return NULL;
@@ -757,7 +750,8 @@ static void log_start(struct trainer *t)
 		 "%zu parameters; %s lr %g, batch %d (%s per rank), %ld steps (%ld per epoch)",
 		 MTRAIN_VERSION, t->comm->size, t->comm->size == 1 ? "" : "s", backend,
 		 t->comm->ops->name, t->train.dim, layers, t->train.classes,
-		 config_act_name(cfg->act), params_count(&t->model.reg), config_optim_name(cfg->optim),
+		 kind_name(act_names, cfg->act), params_count(&t->model.reg),
+		 kind_name(optim_names, cfg->optim),
 		 cfg->lr, cfg->batch, per_rank, t->total_steps, t->steps_per_epoch);
 	log_info("data %s (%ld rows), eval %s", cfg->data, t->train.n,
 		 t->has_eval ? cfg->eval_data : "none");
@@ -863,7 +857,7 @@ static int check_same_config(const struct config *cfg, struct comm *c)
 		memcpy(root, mine, (size_t)len);
 	comm_bcast_host(c, root, (size_t)len, 0);
 	char a[PATH_LEN + 64], b[PATH_LEN + 64];
-	if (config_diff(root, mine, "layers", a, b, sizeof(a)))
+	if (config_diff(root, mine, OPT_SHAPE, a, b, sizeof(a)))
 		user_error("started with other options than rank 0: rank 0 has '%s', rank %d '%s'",
 			   a, c->rank, b);
 	free(root);

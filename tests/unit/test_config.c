@@ -64,9 +64,12 @@ static void check_defaults(void)
 	char buf[64];
 	config_hidden_text(&cfg, buf, sizeof(buf));
 	EXPECT_STR(buf, "256,256");
-	EXPECT_STR(config_optim_name(cfg.optim), "adam");
-	EXPECT_STR(config_act_name(ACT_TANH), "tanh");
-	EXPECT_STR(config_device_name(DEVICE_CUDA), "cuda");
+	EXPECT_STR(kind_name(optim_names, cfg.optim), "adam");
+	EXPECT_STR(kind_name(act_names, ACT_TANH), "tanh");
+	EXPECT_STR(kind_name(device_names, DEVICE_CUDA), "cuda");
+	EXPECT_STR(kind_name(device_names, 3), "?");
+	EXPECT(kind_parse(schedule_names, "cosine") == SCHED_COSINE);
+	EXPECT(kind_parse(schedule_names, "linear") == -1);
 }
 
 static void check_flags(void)

@@ -13,8 +13,6 @@
 #define ROWS 3
 #define FD_EPS 1e-2f
 
-static const char *act_names[] = {"relu", "gelu", "tanh"};
-
 static float uniform(struct rng *r, float lo, float hi)
 {
 	return lo + (hi - lo) * rng_uniform(r);

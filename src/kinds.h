@@ -1,0 +1,72 @@
+/* mtrain's fixed lists (activations, optimizers, devices, precisions,
+ * learning-rate schedules), each written once as an X-macro: the enum, the
+ * names the command line and checkpoints use, and the count all come from
+ * the one row. Plain C, so the CUDA kernels include it too (via mathfn.h). */
+#pragma once
+#include <stddef.h>
+
+/* X(id, name) */
+#define ACT_KINDS(X)                                                           \
+	X(ACT_RELU, "relu")                                                    \
+	X(ACT_GELU, "gelu")                                                    \
+	X(ACT_TANH, "tanh")
+
+/* X(id, name, slots, first slot suffix, second slot suffix, default weight
+ * decay). Slots are TF's names: "<var>/Momentum", "<var>/Adam" (first
+ * moment), "<var>/Adam_1" (second moment). The weight decay defaults are
+ * PyTorch's. A new optimizer is one row here and its formula in
+ * optim_elem (mathfn.h). */
+#define OPTIM_KINDS(X)                                                         \
+	X(OPTIM_SGD, "sgd", 0, NULL, NULL, 0.0f)                               \
+	X(OPTIM_MOMENTUM, "momentum", 1, "Momentum", NULL, 0.0f)               \
+	X(OPTIM_ADAM, "adam", 2, "Adam", "Adam_1", 0.0f)                       \
+	X(OPTIM_ADAMW, "adamw", 2, "Adam", "Adam_1", 0.01f)
+
+/* X(id, name): where each rank computes (--device). */
+#define DEVICE_KINDS(X)                                                        \
+	X(DEVICE_AUTO, "auto")                                                 \
+	X(DEVICE_CPU, "cpu")                                                   \
+	X(DEVICE_CUDA, "cuda")
+
+/* X(id, name): matrix products in fp32 throughout, or bf16 inputs with
+ * fp32 accumulation (weights, slots and shadows stay fp32 either way). */
+#define PRECISION_KINDS(X)                                                     \
+	X(PRECISION_FP32, "fp32")                                              \
+	X(PRECISION_BF16, "bf16")
+
+/* X(id, name): the learning rate after warm-up (--schedule). */
+#define SCHEDULE_KINDS(X)                                                      \
+	X(SCHED_CONSTANT, "constant")                                          \
+	X(SCHED_COSINE, "cosine")                                              \
+	X(SCHED_STEP, "step")
+
+#define KIND_ID(id, ...) id,
+enum act_kind { ACT_KINDS(KIND_ID) };
+enum optim_kind { OPTIM_KINDS(KIND_ID) };
+enum device_kind { DEVICE_KINDS(KIND_ID) };
+enum precision { PRECISION_KINDS(KIND_ID) };
+enum lr_schedule { SCHEDULE_KINDS(KIND_ID) };
+#undef KIND_ID
+
+#ifndef __CUDACC__
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Each list's names in enum order, NULL-terminated: act_names[ACT_GELU]
+ * is "gelu". */
+extern const char *const act_names[];
+extern const char *const optim_names[];
+extern const char *const device_names[];
+extern const char *const precision_names[];
+extern const char *const schedule_names[];
+
+/* The index of word in names, or -1. */
+int kind_parse(const char *const *names, const char *word);
+/* names[i], or "?" when i is out of range. */
+const char *kind_name(const char *const *names, int i);
+/* "a|b|c" for help and error lines, in buf; returns buf. */
+const char *kind_choices(const char *const *names, char *buf, size_t len);
+#ifdef __cplusplus
+}
+#endif
+#endif
