@@ -8,27 +8,33 @@
 #include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 
-static struct {
+/* The backend's context (be->ctx). */
+struct cuda_ctx {
 	int device;            /* ordinal this rank uses, e.g. 0 */
 	cudaStream_t stream;   /* compute stream */
 	cublasHandle_t blas;
+	void *workspace;       /* cuBLAS's, CUBLAS_WORKSPACE_BYTES */
 	cublasComputeType_t compute; /* CUBLAS_COMPUTE_32F or ..._FAST_16BF */
-} g;
+};
 
-static void *cu_alloc(size_t bytes)
+static struct cuda_ctx *ctx_of(const struct backend *be) { return (struct cuda_ctx *)be->ctx; }
+static cudaStream_t stream_of(const struct backend *be) { return ctx_of(be)->stream; }
+
+static void *cu_alloc(const struct backend *be, size_t bytes)
 {
 	void *p = NULL;
 	CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
-	CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, g.stream));
-	CUDA_CHECK(cudaStreamSynchronize(g.stream));
+	CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_of(be)));
+	CUDA_CHECK(cudaStreamSynchronize(stream_of(be)));
 	return p;
 }
 
-static void cu_free(void *p)
+static void cu_free(const struct backend *be, void *p)
 {
 	if (p)
 		CUDA_CHECK(cudaFree(p));
@@ -37,13 +43,13 @@ static void cu_free(void *p)
 /* The interface lets the caller reuse src at once, and an asynchronous copy
  * from pageable memory only might have staged it on return: wait. Each
  * step's host already waits on its all-reduce, so this costs little. */
-static void cu_copy_in(void *dst, const void *src, size_t bytes)
+static void cu_copy_in(const struct backend *be, void *dst, const void *src, size_t bytes)
 {
-	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g.stream));
-	CUDA_CHECK(cudaStreamSynchronize(g.stream));
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_of(be)));
+	CUDA_CHECK(cudaStreamSynchronize(stream_of(be)));
 }
 
-static void *cu_alloc_host(size_t bytes)
+static void *cu_alloc_host(const struct backend *be, size_t bytes)
 {
 	void *p = NULL;
 	CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
@@ -51,116 +57,139 @@ static void *cu_alloc_host(size_t bytes)
 	return p;
 }
 
-static void cu_free_host(void *p)
+static void cu_free_host(const struct backend *be, void *p)
 {
 	if (p)
 		CUDA_CHECK(cudaFreeHost(p));
 }
 
 /* From pinned memory: truly asynchronous, ordered on the compute stream. */
-static void cu_copy_in_async(void *dst, const void *src, size_t bytes)
+static void cu_copy_in_async(const struct backend *be, void *dst, const void *src, size_t bytes)
 {
-	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g.stream));
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_of(be)));
 }
 
-static void cu_copy_out(void *dst, const void *src, size_t bytes)
+static void cu_copy_out(const struct backend *be, void *dst, const void *src, size_t bytes)
 {
-	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g.stream));
-	CUDA_CHECK(cudaStreamSynchronize(g.stream));
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_of(be)));
+	CUDA_CHECK(cudaStreamSynchronize(stream_of(be)));
 }
 
-static void cu_copy(void *dst, const void *src, size_t bytes)
+static void cu_copy(const struct backend *be, void *dst, const void *src, size_t bytes)
 {
 	if (dst != src)
-		CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g.stream));
+		CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+					   stream_of(be)));
 }
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
  * operands, keep the leading dimensions of the CPU twin. */
-static void cu_matmul(float *c, const float *a, const float *b, int m, int n, int k, int ta,
-		      int tb, float beta)
+static void cu_matmul(const struct backend *be, float *c, const float *a, const float *b, int m,
+		      int n, int k, int ta, int tb, float beta)
 {
+	const struct cuda_ctx *x = ctx_of(be);
 	const float alpha = 1.0f;
-	CUBLAS_CHECK(cublasGemmEx(g.blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+	CUBLAS_CHECK(cublasGemmEx(x->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 				  ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
 				  tb ? k : n, a, CUDA_R_32F, ta ? m : k, &beta, c, CUDA_R_32F, n,
-				  g.compute, CUBLAS_GEMM_DEFAULT));
+				  x->compute, CUBLAS_GEMM_DEFAULT));
 }
 
-static void cu_bias_act(float *a, float *z, const float *bias, int rows, int cols,
-			enum act_kind act)
+static void cu_bias_act(const struct backend *be, float *a, float *z, const float *bias,
+			int rows, int cols, enum act_kind act)
 {
-	cuda_bias_act(a, z, bias, rows, cols, act, g.stream);
+	cuda_bias_act(a, z, bias, rows, cols, act, stream_of(be));
 }
 
-static void cu_act_backward(float *dz, const float *da, const float *z, size_t n,
-			    enum act_kind act)
+static void cu_act_backward(const struct backend *be, float *dz, const float *da, const float *z,
+			    size_t n, enum act_kind act)
 {
-	cuda_act_backward(dz, da, z, n, act, g.stream);
+	cuda_act_backward(dz, da, z, n, act, stream_of(be));
 }
 
-static void cu_bias_grad(float *dbias, const float *dz, int rows, int cols)
+static void cu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
+			 int cols)
 {
-	cuda_bias_grad(dbias, dz, rows, cols, g.stream);
+	cuda_bias_grad(dbias, dz, rows, cols, stream_of(be));
 }
 
-static void cu_xent(float *dlogits, float *stats, const float *logits, const int32_t *labels,
-		    int rows, int classes, float scale)
+static void cu_xent(const struct backend *be, float *dlogits, float *stats, const float *logits,
+		    const int32_t *labels, int rows, int classes, float scale)
 {
-	cuda_xent(dlogits, stats, logits, labels, rows, classes, scale, g.stream);
+	cuda_xent(dlogits, stats, logits, labels, rows, classes, scale, stream_of(be));
 }
 
-static void cu_optim_update(float *w, const float *g_, float *s1, float *s2, size_t n,
-			    const struct optim_hp *hp)
+static void cu_optim_update(const struct backend *be, float *w, const float *g, float *s1,
+			    float *s2, size_t n, const struct optim_hp *hp)
 {
-	cuda_optim_update(w, g_, s1, s2, n, hp, g.stream);
+	cuda_optim_update(w, g, s1, s2, n, hp, stream_of(be));
 }
 
-static void cu_ema_update(float *shadow, const float *w, size_t n, float decay)
+static void cu_ema_update(const struct backend *be, float *shadow, const float *w, size_t n,
+			  float decay)
 {
-	cuda_ema_update(shadow, w, n, decay, g.stream);
+	cuda_ema_update(shadow, w, n, decay, stream_of(be));
 }
 
-static void cu_synchronize(void)
+static void cu_synchronize(const struct backend *be)
 {
-	CUDA_CHECK(cudaStreamSynchronize(g.stream));
+	CUDA_CHECK(cudaStreamSynchronize(stream_of(be)));
 }
 
-static void *cu_stream(void) { return g.stream; }
+static void *cu_stream(const struct backend *be) { return stream_of(be); }
 
-static int cu_set_precision(enum precision p)
+static int cu_set_precision(const struct backend *be, enum precision p)
 {
-	g.compute = p == PRECISION_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
+	ctx_of(be)->compute =
+		p == PRECISION_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
 	return 0;
 }
 
-static int cu_device_id(char *buf, int len)
+static int cu_device_id(const struct backend *be, char *buf, int len)
 {
-	CUDA_CHECK(cudaDeviceGetPCIBusId(buf, len, g.device));
+	CUDA_CHECK(cudaDeviceGetPCIBusId(buf, len, ctx_of(be)->device));
 	return 0;
 }
 
-static struct backend cuda_table = {
-	"cuda",
-	cu_alloc,
-	cu_free,
-	cu_copy_in,
-	cu_copy_out,
-	cu_copy,
-	cu_alloc_host,
-	cu_free_host,
-	cu_copy_in_async,
-	cu_matmul,
-	cu_bias_act,
-	cu_act_backward,
-	cu_bias_grad,
-	cu_xent,
-	cu_optim_update,
-	cu_ema_update,
-	cu_synchronize,
-	cu_stream,
-	cu_set_precision,
-	cu_device_id,
+/* Releases the stream, the cuBLAS handle and its workspace; error lines
+ * stop naming this GPU. */
+static void cu_close(const struct backend *be)
+{
+	struct cuda_ctx *x = ctx_of(be);
+	CUDA_CHECK(cudaStreamSynchronize(x->stream));
+	CUBLAS_CHECK(cublasDestroy(x->blas));
+	CUDA_CHECK(cudaFree(x->workspace));
+	CUDA_CHECK(cudaStreamDestroy(x->stream));
+	log_set_device(-1);
+	free(x);
+	free((void *)be);
+}
+
+/* Designated, in declaration order (C++20): a misplaced op does not compile. */
+static const struct backend cuda_table = {
+	.name = "cuda",
+	.memory = BACKEND_CUDA,
+	.ctx = NULL,
+	.alloc = cu_alloc,
+	.free = cu_free,
+	.copy_in = cu_copy_in,
+	.copy_out = cu_copy_out,
+	.copy = cu_copy,
+	.alloc_host = cu_alloc_host,
+	.free_host = cu_free_host,
+	.copy_in_async = cu_copy_in_async,
+	.matmul = cu_matmul,
+	.bias_act = cu_bias_act,
+	.act_backward = cu_act_backward,
+	.bias_grad = cu_bias_grad,
+	.xent = cu_xent,
+	.optim_update = cu_optim_update,
+	.ema_update = cu_ema_update,
+	.synchronize = cu_synchronize,
+	.stream = cu_stream,
+	.set_precision = cu_set_precision,
+	.device_id = cu_device_id,
+	.close = cu_close,
 };
 
 extern "C" int backend_cuda_devices(void)
@@ -169,14 +198,11 @@ extern "C" int backend_cuda_devices(void)
 	return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
-extern "C" const struct backend *backend_cuda_open(int local_rank, int local_size,
-						     const char **why, int *fatal)
+/* The GPU this rank should use: its ordinal, or -1 with *why (and *fatal
+ * when a GPU is there but unusable). */
+static int pick_device(int local_rank, const char **why, int *fatal)
 {
 	static char reason[256];
-	static int opened;
-	*fatal = 0;
-	if (opened)
-		return &cuda_table;
 	int count = 0;
 	cudaError_t rc = cudaGetDeviceCount(&count);
 	/* No device, or no driver at all (the runtime then finds none that is
@@ -186,36 +212,48 @@ extern "C" const struct backend *backend_cuda_open(int local_rank, int local_siz
 		snprintf(reason, sizeof(reason), "no GPU visible to this rank (%s)",
 			 rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
 		*why = reason;
-		return NULL;
+		return -1;
 	}
 	/* A GPU that is there but cannot be used (a driver fault, a device
 	 * another process holds in exclusive mode) is an error, not a reason to
 	 * fall back to the CPU unnoticed. cudaFree(0) creates the context. */
-	if (rc == cudaSuccess) {
-		g.device = count == 1 ? 0 : local_rank % count;
-		rc = cudaSetDevice(g.device);
-		if (rc == cudaSuccess)
-			rc = cudaFree(0);
-	}
+	int device = count == 1 ? 0 : local_rank % (count ? count : 1);
+	if (rc == cudaSuccess)
+		rc = cudaSetDevice(device);
+	if (rc == cudaSuccess)
+		rc = cudaFree(0);
 	if (rc != cudaSuccess) {
 		snprintf(reason, sizeof(reason), "a GPU is there but cannot be used (%s)",
 			 cudaGetErrorString(rc));
 		*why = reason;
 		*fatal = 1;
-		return NULL;
+		return -1;
 	}
-	log_set_device(g.device);
-	CUDA_CHECK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
-	CUBLAS_CHECK(cublasCreate(&g.blas));
-	CUBLAS_CHECK(cublasSetStream(g.blas, g.stream));
+	return device;
+}
+
+extern "C" const struct backend *backend_cuda_open(int local_rank, int local_size,
+						     const char **why, int *fatal)
+{
+	*fatal = 0;
+	int device = pick_device(local_rank, why, fatal);
+	if (device < 0)
+		return NULL;
+	struct cuda_ctx *x = (struct cuda_ctx *)xcalloc(1, sizeof(*x));
+	x->device = device;
+	log_set_device(device);
+	CUDA_CHECK(cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking));
+	CUBLAS_CHECK(cublasCreate(&x->blas));
+	CUBLAS_CHECK(cublasSetStream(x->blas, x->stream));
 	/* cuBLAS's workspace, taken now like all device memory rather than on
 	 * the first product (32 MiB, NVIDIA's figure for Hopper). */
-	void *workspace = NULL;
-	CUDA_CHECK(cudaMalloc(&workspace, CUBLAS_WORKSPACE_BYTES));
-	CUBLAS_CHECK(cublasSetWorkspace(g.blas, workspace, CUBLAS_WORKSPACE_BYTES));
+	CUDA_CHECK(cudaMalloc(&x->workspace, CUBLAS_WORKSPACE_BYTES));
+	CUBLAS_CHECK(cublasSetWorkspace(x->blas, x->workspace, CUBLAS_WORKSPACE_BYTES));
 	/* Default math: fp32 products stay fp32 (TF32 only when asked for). */
-	CUBLAS_CHECK(cublasSetMathMode(g.blas, CUBLAS_DEFAULT_MATH));
-	g.compute = CUBLAS_COMPUTE_32F;
-	opened = 1;
-	return &cuda_table;
+	CUBLAS_CHECK(cublasSetMathMode(x->blas, CUBLAS_DEFAULT_MATH));
+	x->compute = CUBLAS_COMPUTE_32F;
+	struct backend *be = (struct backend *)xmalloc(sizeof(*be));
+	*be = cuda_table;
+	be->ctx = x;
+	return be;
 }

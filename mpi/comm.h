@@ -31,8 +31,6 @@ struct comm {
 	double timeout; /* seconds one collective may take, then the job is
 			 * ended with a message (--comm-timeout); 0: no limit */
 	void *impl; /* the data plane's own state */
-	float *pending;       /* MPI data plane: buckets merged so far, */
-	size_t pending_n;     /* reduced in one call by allreduce_wait */
 };
 
 /* Starts MPI, fills rank/size/local rank/host with the MPI data plane.
@@ -40,13 +38,17 @@ struct comm {
 int comm_init(struct comm *c, int *argc, char ***argv);
 /* Releases the data plane and finalizes MPI. */
 void comm_finalize(struct comm *c);
-/* The MPI data plane for host memory. */
-const struct comm_ops *comm_mpi_ops(void);
+/* Switches the data plane to MPI on host memory (comm_init's choice),
+ * releasing the one in use. */
+void comm_use_mpi(struct comm *c);
 struct backend;
-/* Switches the data plane to the one for be's memory: NCCL for a device
- * backend (collective; waits give up after c->timeout seconds), nothing for
- * a host backend. Returns 0. */
+/* Switches the data plane to the one for be's memory (be->memory): NCCL
+ * for CUDA memory (collective; waits give up after c->timeout seconds),
+ * MPI for host memory. Returns 0. */
 int comm_attach_device(struct comm *c, const struct backend *be);
+/* Back to the MPI data plane, releasing a device one (before the backend
+ * whose stream it uses is closed). Collective when one is attached. */
+void comm_detach_device(struct comm *c);
 
 /* Control plane, collective over every rank. */
 /* Returns 1 on every rank if flag is set on any rank. */

@@ -3,6 +3,7 @@
 #include "comm.h"
 #include "check.h"
 #include "log.h"
+#include "params.h"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -43,11 +44,9 @@ static void *watchdog(void *arg)
 			d += gap - 500;
 		if (d && now > d) {
 			struct comm *c = g_dog.c;
-			fprintf(stderr, "mtrain: error: rank %d on %s: MPI %s did not complete within "
-				"--comm-timeout %g s (another rank stalled, died or is elsewhere); "
-				"ending the job\n", c->rank, c->host, atomic_load(&g_dog.op),
-				c->timeout);
-			fflush(stderr);
+			log_error_line(1, "MPI %s did not complete within --comm-timeout %g s "
+				       "(another rank stalled, died or is elsewhere); ending the "
+				       "job", atomic_load(&g_dog.op), c->timeout);
 			_exit(1);
 		}
 	}
@@ -88,29 +87,38 @@ static void mpi_allreduce(struct comm *c, float *buf, size_t n)
 	unguard();
 }
 
+/* The MPI data plane's state (c->impl): buckets merged so far, reduced in
+ * one call by allreduce_wait. */
+struct mpi_plane {
+	float *pending; /* (pending_n) the union of the buckets since the last wait */
+	size_t pending_n;
+};
+
 /* Buckets arrive last layer first and adjacent (up to the registry's
  * alignment padding, zero on every rank): on host memory, with no spare core
  * to progress a non-blocking reduction, one call over their union is
  * fastest. */
 static void mpi_allreduce_start(struct comm *c, float *buf, size_t n)
 {
-	if (c->pending && buf + n <= c->pending && c->pending - (buf + n) < 64) {
-		c->pending_n += (size_t)(c->pending - buf);
-		c->pending = buf;
+	struct mpi_plane *p = c->impl;
+	if (p->pending && buf + n <= p->pending && p->pending - (buf + n) < PARAM_ALIGN) {
+		p->pending_n += (size_t)(p->pending - buf);
+		p->pending = buf;
 		return;
 	}
-	if (c->pending)
-		mpi_allreduce(c, c->pending, c->pending_n);
-	c->pending = buf;
-	c->pending_n = n;
+	if (p->pending)
+		mpi_allreduce(c, p->pending, p->pending_n);
+	p->pending = buf;
+	p->pending_n = n;
 }
 
 static void mpi_allreduce_wait(struct comm *c)
 {
-	if (c->pending)
-		mpi_allreduce(c, c->pending, c->pending_n);
-	c->pending = NULL;
-	c->pending_n = 0;
+	struct mpi_plane *p = c->impl;
+	if (p->pending)
+		mpi_allreduce(c, p->pending, p->pending_n);
+	p->pending = NULL;
+	p->pending_n = 0;
 }
 
 static void mpi_bcast(struct comm *c, float *buf, size_t n, int root)
@@ -118,18 +126,26 @@ static void mpi_bcast(struct comm *c, float *buf, size_t n, int root)
 	comm_bcast_host(c, buf, n * sizeof(float), root);
 }
 
-static void mpi_release(struct comm *c) {}
-
-const struct comm_ops *comm_mpi_ops(void)
+static void mpi_release(struct comm *c)
 {
-	static const struct comm_ops ops = {
-		.name = "mpi",
-		.allreduce_start = mpi_allreduce_start,
-		.allreduce_wait = mpi_allreduce_wait,
-		.bcast = mpi_bcast,
-		.release = mpi_release,
-	};
-	return &ops;
+	free(c->impl);
+	c->impl = NULL;
+}
+
+static const struct comm_ops mpi_ops = {
+	.name = "mpi",
+	.allreduce_start = mpi_allreduce_start,
+	.allreduce_wait = mpi_allreduce_wait,
+	.bcast = mpi_bcast,
+	.release = mpi_release,
+};
+
+void comm_use_mpi(struct comm *c)
+{
+	if (c->ops)
+		c->ops->release(c);
+	c->impl = xcalloc(1, sizeof(struct mpi_plane));
+	c->ops = &mpi_ops;
 }
 
 int comm_init(struct comm *c, int *argc, char ***argv)
@@ -155,14 +171,14 @@ int comm_init(struct comm *c, int *argc, char ***argv)
 	char name[MPI_MAX_PROCESSOR_NAME];
 	MPI_CHECK(MPI_Get_processor_name(name, &len));
 	snprintf(c->host, sizeof(c->host), "%.63s", name);
-	c->ops = comm_mpi_ops();
+	comm_use_mpi(c);
 	log_set_identity(c->rank, c->size, c->host);
 	return 0;
 }
 
 void comm_finalize(struct comm *c)
 {
-	if (c->ops && c->ops->release)
+	if (c->ops)
 		c->ops->release(c);
 	MPI_Finalize();
 }
@@ -234,12 +250,7 @@ int comm_user_errors(struct comm *c)
 		return 0;
 	if (first == c->rank) {
 		/* Rank 0's view is the job's; another rank's names itself. */
-		if (first > 0)
-			fprintf(stderr, "mtrain: error: rank %d on %s: %s\n", c->rank, c->host,
-				user_error_text());
-		else
-			fprintf(stderr, "mtrain: error: %s\n", user_error_text());
-		fflush(stderr);
+		log_error_line(first > 0, "%s", user_error_text());
 	}
 	return 1;
 }

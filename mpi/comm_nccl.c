@@ -36,9 +36,7 @@ struct nccl_state {
 static _Noreturn void give_up(struct comm *c, struct nccl_state *s, const char *op,
 			      const char *why)
 {
-	fprintf(stderr, "mtrain: error: rank %d on %s: NCCL %s %s; aborting the job\n", c->rank,
-		c->host, op, why);
-	fflush(stderr);
+	log_error_line(1, "NCCL %s %s; aborting the job", op, why);
 	ncclCommAbort(s->comm);
 	MPI_Abort(MPI_COMM_WORLD, 1);
 	exit(1);
@@ -127,6 +125,7 @@ static void nccl_release(struct comm *c)
 	CUDA_CHECK(cudaStreamDestroy(s->stream));
 	free(s);
 	c->impl = NULL;
+	c->ops = NULL;
 }
 
 static const struct comm_ops nccl_ops = {
@@ -139,11 +138,10 @@ static const struct comm_ops nccl_ops = {
 
 int comm_attach_device(struct comm *c, const struct backend *be)
 {
-	void *compute = be->stream ? be->stream() : NULL;
-	if (!compute)
+	if (be->memory != BACKEND_CUDA)
 		return 0; /* host memory: MPI stays */
 	struct nccl_state *s = xcalloc(1, sizeof(*s));
-	s->compute = (cudaStream_t)compute;
+	s->compute = (cudaStream_t)be->stream(be);
 	ncclUniqueId id;
 	if (c->rank == 0)
 		NCCL_CHECK(ncclGetUniqueId(&id));
@@ -152,6 +150,7 @@ int comm_attach_device(struct comm *c, const struct backend *be)
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	config.blocking = 0;
 	NCCL_CHECK(ncclCommInitRankConfig(&s->comm, c->size, id, c->rank, &config));
+	c->ops->release(c); /* the MPI data plane's state */
 	c->impl = s;
 	settle(c, s, "communicator start-up");
 	CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
@@ -159,4 +158,10 @@ int comm_attach_device(struct comm *c, const struct backend *be)
 	CUDA_CHECK(cudaEventCreateWithFlags(&s->reduced, cudaEventDisableTiming));
 	c->ops = &nccl_ops;
 	return 0;
+}
+
+void comm_detach_device(struct comm *c)
+{
+	if (c->ops == &nccl_ops)
+		comm_use_mpi(c);
 }

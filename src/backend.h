@@ -17,60 +17,74 @@
 extern "C" {
 #endif
 
+/* What a backend's pointers are: host memory, or CUDA device memory. */
+enum backend_memory { BACKEND_HOST, BACKEND_CUDA };
+
+/* Every op takes the backend itself first: its context (a CUDA stream and
+ * cuBLAS handle, say) travels with it, never in a global. */
 struct backend {
-	const char *name; /* "cpu", "cuda" */
+	const char *name;           /* "cpu", "cuda" */
+	enum backend_memory memory; /* what the pointers below are */
+	void *ctx;                  /* the implementation's own state */
 
 	/* Memory. alloc returns zeroed backend memory or aborts; free(NULL) is a
 	 * no-op. copy_in/out move bytes between host and backend memory (src
 	 * may be reused as soon as copy_in returns; copy_out returns with the
 	 * bytes in place); copy moves bytes within backend memory. */
-	void *(*alloc)(size_t bytes);
-	void (*free)(void *p);
-	void (*copy_in)(void *dst, const void *src_host, size_t bytes);
-	void (*copy_out)(void *dst_host, const void *src, size_t bytes);
-	void (*copy)(void *dst, const void *src, size_t bytes);
+	void *(*alloc)(const struct backend *be, size_t bytes);
+	void (*free)(const struct backend *be, void *p);
+	void (*copy_in)(const struct backend *be, void *dst, const void *src_host, size_t bytes);
+	void (*copy_out)(const struct backend *be, void *dst_host, const void *src, size_t bytes);
+	void (*copy)(const struct backend *be, void *dst, const void *src, size_t bytes);
 	/* Host memory the backend copies from fastest (pinned for CUDA),
 	 * zeroed; free_host(NULL) is a no-op. */
-	void *(*alloc_host)(size_t bytes);
-	void (*free_host)(void *p);
+	void *(*alloc_host)(const struct backend *be, size_t bytes);
+	void (*free_host)(const struct backend *be, void *p);
 	/* copy_in from alloc_host memory that may still be under way on
 	 * return: src must stay unchanged until the backend has done the ops
 	 * queued so far (a synchronize, a copy_out or a collective's wait). */
-	void (*copy_in_async)(void *dst, const void *src_host, size_t bytes);
+	void (*copy_in_async)(const struct backend *be, void *dst, const void *src_host,
+			      size_t bytes);
 
 	/* c (M,N) = op(a) (M,K) @ op(b) (K,N) + beta * c, where op transposes
 	 * when ta/tb is set (a is then stored (K,M), b (N,K)). */
-	void (*matmul)(float *c, const float *a, const float *b, int m, int n,
-		       int k, int ta, int tb, float beta);
+	void (*matmul)(const struct backend *be, float *c, const float *a, const float *b, int m,
+		       int n, int k, int ta, int tb, float beta);
 	/* z (R,O) += bias (O); then a = act(z) unless a is NULL. */
-	void (*bias_act)(float *a, float *z, const float *bias, int rows,
-			 int cols, enum act_kind act);
+	void (*bias_act)(const struct backend *be, float *a, float *z, const float *bias,
+			 int rows, int cols, enum act_kind act);
 	/* dz (n) = act'(z) * da, elementwise; dz may alias da. */
-	void (*act_backward)(float *dz, const float *da, const float *z,
+	void (*act_backward)(const struct backend *be, float *dz, const float *da, const float *z,
 			     size_t n, enum act_kind act);
 	/* dbias (O) = sum over rows of dz (R,O). */
-	void (*bias_grad)(float *dbias, const float *dz, int rows, int cols);
+	void (*bias_grad)(const struct backend *be, float *dbias, const float *dz, int rows,
+			  int cols);
 	/* Softmax cross-entropy of logits (R,C) against labels (R). stats (2)
 	 * accumulates {sum of losses, number of correct argmax predictions}.
 	 * When dlogits (R,C) is not NULL it receives scale * (softmax - onehot). */
-	void (*xent)(float *dlogits, float *stats, const float *logits,
+	void (*xent)(const struct backend *be, float *dlogits, float *stats, const float *logits,
 		     const int32_t *labels, int rows, int classes, float scale);
 	/* One optimizer update over P parameters; slot1/slot2 are the optimizer's
 	 * state (momentum buffer, Adam moments) and may be NULL when unused. */
-	void (*optim_update)(float *w, const float *g, float *slot1,
+	void (*optim_update)(const struct backend *be, float *w, const float *g, float *slot1,
 			     float *slot2, size_t n, const struct optim_hp *hp);
 	/* shadow (P) -= (1 - decay) * (shadow - w). */
-	void (*ema_update)(float *shadow, const float *w, size_t n, float decay);
+	void (*ema_update)(const struct backend *be, float *shadow, const float *w, size_t n,
+			   float decay);
 	/* Waits until every queued op has finished. */
-	void (*synchronize)(void);
+	void (*synchronize)(const struct backend *be);
 	/* The compute stream (a cudaStream_t) that a device communicator
 	 * orders its collectives against; NULL for host memory. */
-	void *(*stream)(void);
+	void *(*stream)(const struct backend *be);
 	/* Sets the precision of matrix products; 0, or -1 if unsupported. */
-	int (*set_precision)(enum precision p);
+	int (*set_precision)(const struct backend *be, enum precision p);
 	/* Writes an identifier of the device this rank computes on, unique on
 	 * its node (the GPU's PCI bus id); 0, or -1 for the CPU. */
-	int (*device_id)(char *buf, int len);
+	int (*device_id)(const struct backend *be, char *buf, int len);
+	/* Releases what the backend holds (its stream, handles, workspace);
+	 * the backend is not used afterwards. Memory from alloc must be freed
+	 * first. */
+	void (*close)(const struct backend *be);
 };
 
 /* The CPU reference backend (OpenBLAS sgemm, one thread per rank). */
@@ -80,11 +94,25 @@ const struct backend *backend_cpu(void);
  * has one and this rank sees a GPU. NULL otherwise, with *why saying which;
  * *fatal is set when a GPU exists but cannot be used, an error even under
  * --device auto. Whether two ranks landed on one GPU is the caller's check
- * (device_id), since it needs the other ranks. */
+ * (device_id), since it needs the other ranks. Release it with
+ * backend_close. */
 const struct backend *backend_cuda_open(int local_rank, int local_size, const char **why,
 					int *fatal);
 /* GPUs visible to this process (0 without CUDA or without a driver). */
 int backend_cuda_devices(void);
+/* be->close(be); NULL is a no-op. */
+void backend_close(const struct backend *be);
+
+struct config;
+struct comm;
+/* The backend every rank uses, and the communicator's data plane to match:
+ * CUDA + NCCL when cfg->device asks for it, or under auto when every rank
+ * has a GPU of its own; the CPU + MPI otherwise. NULL after a user error
+ * (reported through comm_user_errors). Collective. */
+const struct backend *backend_select(const struct config *cfg, struct comm *c);
+/* Undoes backend_select: the data plane back to MPI, the backend closed.
+ * NULL is a no-op. */
+void backend_unselect(const struct backend *be, struct comm *c);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *cpu_alloc(size_t bytes)
+static void *cpu_alloc(const struct backend *be, size_t bytes)
 {
 	size_t rounded = (bytes + 63) / 64 * 64;
 	void *p = aligned_alloc(64, rounded ? rounded : 64);
@@ -19,15 +19,15 @@ static void *cpu_alloc(size_t bytes)
 	return p;
 }
 
-static void cpu_free(void *p) { free(p); }
+static void cpu_free(const struct backend *be, void *p) { free(p); }
 
-static void cpu_copy(void *dst, const void *src, size_t bytes)
+static void cpu_copy(const struct backend *be, void *dst, const void *src, size_t bytes)
 {
 	if (dst != src)
 		memmove(dst, src, bytes);
 }
 
-static void cpu_matmul(float *c, const float *a, const float *b, int m, int n,
+static void cpu_matmul(const struct backend *be, float *c, const float *a, const float *b, int m, int n,
 		       int k, int ta, int tb, float beta)
 {
 	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
@@ -35,7 +35,7 @@ static void cpu_matmul(float *c, const float *a, const float *b, int m, int n,
 		    ta ? m : k, b, tb ? k : n, beta, c, n);
 }
 
-static void cpu_bias_act(float *a, float *z, const float *bias, int rows,
+static void cpu_bias_act(const struct backend *be, float *a, float *z, const float *bias, int rows,
 			 int cols, enum act_kind act)
 {
 	for (int r = 0; r < rows; r++) {
@@ -54,7 +54,7 @@ static void cpu_bias_act(float *a, float *z, const float *bias, int rows,
 	}
 }
 
-static void cpu_act_backward(float *dz, const float *da, const float *z,
+static void cpu_act_backward(const struct backend *be, float *dz, const float *da, const float *z,
 			     size_t n, enum act_kind act)
 {
 	if (act == ACT_RELU) {
@@ -66,7 +66,7 @@ static void cpu_act_backward(float *dz, const float *da, const float *z,
 		dz[i] = act_bwd(act, z[i], da[i]);
 }
 
-static void cpu_bias_grad(float *dbias, const float *dz, int rows, int cols)
+static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows, int cols)
 {
 	memset(dbias, 0, sizeof(float) * (size_t)cols);
 	for (int r = 0; r < rows; r++) {
@@ -76,7 +76,7 @@ static void cpu_bias_grad(float *dbias, const float *dz, int rows, int cols)
 	}
 }
 
-static void cpu_xent(float *dlogits, float *stats, const float *logits,
+static void cpu_xent(const struct backend *be, float *dlogits, float *stats, const float *logits,
 		     const int32_t *labels, int rows, int classes, float scale)
 {
 	double loss = 0.0;
@@ -91,7 +91,7 @@ static void cpu_xent(float *dlogits, float *stats, const float *logits,
 	stats[1] += (float)correct;
 }
 
-static void cpu_optim_update(float *w, const float *g, float *s1, float *s2,
+static void cpu_optim_update(const struct backend *be, float *w, const float *g, float *s1, float *s2,
 			     size_t n, const struct optim_hp *h)
 {
 	/* One loop per kind, the kind a constant in each: the switch inside
@@ -111,25 +111,29 @@ static void cpu_optim_update(float *w, const float *g, float *s1, float *s2,
 #undef OPTIM_LOOP
 }
 
-static void cpu_ema_update(float *shadow, const float *w, size_t n, float decay)
+static void cpu_ema_update(const struct backend *be, float *shadow, const float *w, size_t n, float decay)
 {
 	for (size_t i = 0; i < n; i++)
 		shadow[i] = ema_step(shadow[i], w[i], decay);
 }
 
-static void cpu_synchronize(void) {}
+static void cpu_synchronize(const struct backend *be) {}
 
-static void *cpu_stream(void) { return NULL; }
+static void *cpu_stream(const struct backend *be) { return NULL; }
 
 /* bf16 products are a GPU feature: the CPU computes in fp32 only. */
-static int cpu_set_precision(enum precision p) { return p == PRECISION_FP32 ? 0 : -1; }
+static int cpu_set_precision(const struct backend *be, enum precision p) { return p == PRECISION_FP32 ? 0 : -1; }
 
-static int cpu_device_id(char *buf, int len) { return -1; }
+static int cpu_device_id(const struct backend *be, char *buf, int len) { return -1; }
+
+/* Nothing to release: the table is static and the CPU has no handles. */
+static void cpu_close(const struct backend *be) {}
 
 const struct backend *backend_cpu(void)
 {
 	static const struct backend cpu = {
 		.name = "cpu",
+		.memory = BACKEND_HOST,
 		.alloc = cpu_alloc,
 		.free = cpu_free,
 		.copy_in = cpu_copy,
@@ -149,6 +153,7 @@ const struct backend *backend_cpu(void)
 		.stream = cpu_stream,
 		.set_precision = cpu_set_precision,
 		.device_id = cpu_device_id,
+		.close = cpu_close,
 	};
 	/* Ranks are the parallelism: one BLAS thread each, or 2 ranks on 2 cores
 	 * would fight over 4 threads. */

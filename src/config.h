@@ -6,9 +6,9 @@
 #include <stdio.h>
 
 #include "kinds.h"
+#include "mtrain.h"
 
 #define MAX_HIDDEN 16
-#define PATH_LEN 1024
 
 struct config {
 	char data[PATH_LEN];      /* training set, e.g. "data/fashion-mnist-train.h5" */

@@ -12,14 +12,14 @@ void ema_init(struct ema *e, const struct backend *be, const float *w, size_t n,
 	e->decay = decay;
 	e->num_updates = num_updates;
 	e->owner = owner;
-	e->shadow = be->alloc(n * sizeof(float));
-	be->copy(e->shadow, w, n * sizeof(float));
+	e->shadow = be->alloc(be, n * sizeof(float));
+	be->copy(be, e->shadow, w, n * sizeof(float));
 }
 
 void ema_free(struct ema *e)
 {
 	if (e->be)
-		e->be->free(e->shadow);
+		e->be->free(e->be, e->shadow);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -34,7 +34,7 @@ float ema_decay_at(float decay, int num_updates, long global_step)
 void ema_update(struct ema *e, const float *w, long global_step)
 {
 	if (e->owner)
-		e->be->ema_update(e->shadow, w, e->n,
+		e->be->ema_update(e->be, e->shadow, w, e->n,
 				  ema_decay_at(e->decay, e->num_updates, global_step));
 }
 

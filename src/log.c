@@ -55,18 +55,32 @@ void log_warn(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-void log_error(const char *fmt, ...)
+/* The one format of an error line. */
+static void error_line(int with_rank, const char *fmt, va_list ap)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	if (g_size > 1)
+	if (with_rank)
 		fprintf(stderr, "mtrain: error: rank %d on %s: ", g_rank, g_host);
 	else
 		fputs("mtrain: error: ", stderr);
 	vfprintf(stderr, fmt, ap);
-	va_end(ap);
 	fputc('\n', stderr);
 	fflush(stderr);
+}
+
+void log_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	error_line(g_size > 1, fmt, ap);
+	va_end(ap);
+}
+
+void log_error_line(int with_rank, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	error_line(with_rank, fmt, ap);
+	va_end(ap);
 }
 
 int user_error(const char *fmt, ...)

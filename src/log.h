@@ -4,12 +4,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "mtrain.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Exit status for every user error (bad flag, config, data or checkpoint). */
-#define EXIT_USER 2
 
 /* Sets the identity printed in error lines; called once by comm_init. */
 void log_set_identity(int rank, int size, const char *host);
@@ -26,8 +26,12 @@ double log_now(void);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "mtrain: warning: ..." to stderr on rank 0 only. */
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Prints "mtrain: error: ..." to stderr on this rank, whatever its number. */
+/* Prints "mtrain: error: ..." to stderr on this rank, whatever its number,
+ * as "mtrain: error: rank R on HOST: ..." when the job has several ranks. */
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same line, naming the rank when with_rank, whatever the job's size.
+ * Safe from any thread (the watchdog's). */
+void log_error_line(int with_rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Records a user error on this rank without printing it: the message waits
  * until the ranks agree (see comm_user_errors) so the job prints one line. Only
@@ -49,7 +53,7 @@ const char *json_escape(const char *s, char *buf, size_t len);
  * infinite (a diverged loss), in buf; returns buf. */
 const char *json_num(double v, char *buf, size_t len);
 /* Room for json_escape of a path: every byte may become \u00XX. */
-#define JSON_PATH_LEN (6 * 1100)
+#define JSON_PATH_LEN (6 * FILE_PATH_LEN)
 
 #ifdef __cplusplus
 }

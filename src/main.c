@@ -4,6 +4,7 @@
 #include "comm.h"
 #include "config.h"
 #include "dataset.h"
+#include "eval.h"
 #include "log.h"
 #include "train.h"
 #include "version.h"

@@ -39,19 +39,19 @@ void model_init(struct model *m, const struct backend *be, int in_dim,
 		fan_in = fan_out;
 	}
 	size_t P = m->reg.total, R = (size_t)max_rows;
-	m->w = be->alloc(P * sizeof(float));
-	m->g = be->alloc(P * sizeof(float));
-	m->x = be->alloc(R * in_dim * sizeof(float));
-	m->y = be->alloc(R * sizeof(int32_t));
+	m->w = be->alloc(be, P * sizeof(float));
+	m->g = be->alloc(be, P * sizeof(float));
+	m->x = be->alloc(be, R * in_dim * sizeof(float));
+	m->y = be->alloc(be, R * sizeof(int32_t));
 	for (int l = 0; l < m->n_layers; l++) {
-		m->z[l] = be->alloc(R * m->layer[l].out * sizeof(float));
+		m->z[l] = be->alloc(be, R * m->layer[l].out * sizeof(float));
 		if (l < n_hidden)
-			m->a[l] = be->alloc(R * m->layer[l].out * sizeof(float));
+			m->a[l] = be->alloc(be, R * m->layer[l].out * sizeof(float));
 	}
-	m->dlogits = be->alloc(R * classes * sizeof(float));
+	m->dlogits = be->alloc(be, R * classes * sizeof(float));
 	for (int i = 0; i < 2; i++)
-		m->scratch[i] = be->alloc(R * m->max_width * sizeof(float));
-	m->stats = be->alloc(2 * sizeof(float));
+		m->scratch[i] = be->alloc(be, R * m->max_width * sizeof(float));
+	m->stats = be->alloc(be, 2 * sizeof(float));
 }
 
 void model_free(struct model *m)
@@ -59,18 +59,18 @@ void model_free(struct model *m)
 	const struct backend *be = m->be;
 	if (!be)
 		return;
-	be->free(m->w);
-	be->free(m->g);
-	be->free(m->x);
-	be->free(m->y);
+	be->free(be, m->w);
+	be->free(be, m->g);
+	be->free(be, m->x);
+	be->free(be, m->y);
 	for (int l = 0; l < m->n_layers; l++) {
-		be->free(m->z[l]);
-		be->free(m->a[l]);
+		be->free(be, m->z[l]);
+		be->free(be, m->a[l]);
 	}
-	be->free(m->dlogits);
-	be->free(m->scratch[0]);
-	be->free(m->scratch[1]);
-	be->free(m->stats);
+	be->free(be, m->dlogits);
+	be->free(be, m->scratch[0]);
+	be->free(be, m->scratch[1]);
+	be->free(be, m->stats);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -88,16 +88,26 @@ void model_glorot(const struct model *m, uint64_t seed, float *host_w)
 	}
 }
 
+double model_flops_per_row(const struct model *m)
+{
+	double f = 0;
+	for (int l = 0; l < m->n_layers; l++) {
+		double mac = (double)m->layer[l].in * m->layer[l].out;
+		f += 2 * mac * (l ? 3 : 2); /* forward, weight grad, input grad */
+	}
+	return f;
+}
+
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows)
 {
-	m->be->copy_in(m->x, x, (size_t)rows * m->in_dim * sizeof(float));
-	m->be->copy_in(m->y, y, (size_t)rows * sizeof(int32_t));
+	m->be->copy_in(m->be, m->x, x, (size_t)rows * m->in_dim * sizeof(float));
+	m->be->copy_in(m->be, m->y, y, (size_t)rows * sizeof(int32_t));
 }
 
 void model_set_batch_async(struct model *m, const float *x, const int32_t *y, int rows)
 {
-	m->be->copy_in_async(m->x, x, (size_t)rows * m->in_dim * sizeof(float));
-	m->be->copy_in_async(m->y, y, (size_t)rows * sizeof(int32_t));
+	m->be->copy_in_async(m->be, m->x, x, (size_t)rows * m->in_dim * sizeof(float));
+	m->be->copy_in_async(m->be, m->y, y, (size_t)rows * sizeof(int32_t));
 }
 
 void model_forward(struct model *m, int rows, float grad_scale)
@@ -107,19 +117,19 @@ void model_forward(struct model *m, int rows, float grad_scale)
 	for (int l = 0; l < m->n_layers; l++) {
 		const struct dense *d = &m->layer[l];
 		int last = l == m->n_layers - 1;
-		be->matmul(m->z[l], in, m->w + d->kernel, rows, d->out, d->in, 0, 0, 0.0f);
-		be->bias_act(last ? NULL : m->a[l], m->z[l], m->w + d->bias, rows, d->out, m->act);
+		be->matmul(be, m->z[l], in, m->w + d->kernel, rows, d->out, d->in, 0, 0, 0.0f);
+		be->bias_act(be, last ? NULL : m->a[l], m->z[l], m->w + d->bias, rows, d->out, m->act);
 		in = m->a[l];
 	}
-	be->xent(grad_scale > 0.0f ? m->dlogits : NULL, m->stats, m->z[m->n_layers - 1],
+	be->xent(be, grad_scale > 0.0f ? m->dlogits : NULL, m->stats, m->z[m->n_layers - 1],
 		 m->y, rows, m->classes, grad_scale);
 }
 
 void model_take_stats(struct model *m, float out[2])
 {
 	static const float zero[2] = {0.0f, 0.0f};
-	m->be->copy_out(out, m->stats, 2 * sizeof(float));
-	m->be->copy_in(m->stats, zero, sizeof(zero));
+	m->be->copy_out(m->be, out, m->stats, 2 * sizeof(float));
+	m->be->copy_in(m->be, m->stats, zero, sizeof(zero));
 }
 
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)
@@ -129,15 +139,15 @@ void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)
 	for (int l = m->n_layers - 1; l >= 0; l--) {
 		const struct dense *d = &m->layer[l];
 		const float *in = l ? m->a[l - 1] : m->x; /* (R, I_l) */
-		be->matmul(m->g + d->kernel, in, dz, d->in, d->out, rows, 1, 0, 0.0f);
-		be->bias_grad(m->g + d->bias, dz, rows, d->out);
+		be->matmul(be, m->g + d->kernel, in, dz, d->in, d->out, rows, 1, 0, 0.0f);
+		be->bias_grad(be, m->g + d->bias, dz, rows, d->out);
 		if (ready)
 			ready(ctx, m->g + d->kernel, d->bias + (size_t)d->out - d->kernel);
 		if (l == 0)
 			break; /* no gradient for the data */
 		float *da = m->scratch[l & 1]; /* (R, I_l) */
-		be->matmul(da, dz, m->w + d->kernel, rows, d->in, d->out, 0, 1, 0.0f);
-		be->act_backward(da, da, m->z[l - 1], (size_t)rows * d->in, m->act);
+		be->matmul(be, da, dz, m->w + d->kernel, rows, d->in, d->out, 0, 1, 0.0f);
+		be->act_backward(be, da, da, m->z[l - 1], (size_t)rows * d->in, m->act);
 		dz = da;
 	}
 }

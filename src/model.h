@@ -48,6 +48,9 @@ void model_init(struct model *m, const struct backend *be, int in_dim,
 void model_free(struct model *m);
 /* Glorot-uniform kernels and zero biases from seed, into host (P). */
 void model_glorot(const struct model *m, uint64_t seed, float *host_w);
+/* Forward plus backward FLOPs for one row (the first layer computes no
+ * gradient for its input). */
+double model_flops_per_row(const struct model *m);
 /* Loads rows of inputs (R,D) and labels (R) from host memory. */
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows);
 /* The same from the backend's alloc_host memory, without waiting: x and y

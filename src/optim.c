@@ -40,7 +40,7 @@ void optim_init(struct optim *o, const struct backend *be, const struct config *
 	for (int i = 0; i < o->n_slots; i++)
 		o->slot_suffix[i] = info->slot_suffix[i];
 	for (int i = 0; i < o->n_slots; i++)
-		o->slot[i] = be->alloc(n * sizeof(float));
+		o->slot[i] = be->alloc(be, n * sizeof(float));
 }
 
 void optim_free(struct optim *o)
@@ -48,7 +48,7 @@ void optim_free(struct optim *o)
 	if (!o->be)
 		return;
 	for (int i = 0; i < 2; i++)
-		o->be->free(o->slot[i]);
+		o->be->free(o->be, o->slot[i]);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -76,5 +76,5 @@ void optim_step(struct optim *o, float *w, const float *g, long t, float lr)
 	o->hp.lr = lr;
 	o->hp.bc1 = 1.0f - powf(o->hp.beta1, (float)t);
 	o->hp.bc2 = 1.0f - powf(o->hp.beta2, (float)t);
-	o->be->optim_update(w, g, o->slot[0], o->slot[1], o->n, &o->hp);
+	o->be->optim_update(o->be, w, g, o->slot[0], o->slot[1], o->n, &o->hp);
 }

@@ -19,8 +19,7 @@ size_t params_add(struct params *reg, const char *name, int ndim, const long *di
 		p->shape[i] = dims[i];
 		p->size *= (size_t)dims[i];
 	}
-	/* 16-element alignment keeps every variable's start vector-aligned. */
-	p->offset = (reg->total + 15) / 16 * 16;
+	p->offset = (reg->total + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
 	reg->total = p->offset + p->size;
 	return p->offset;
 }

@@ -8,6 +8,9 @@
 
 #define PARAM_NAME_LEN 96
 #define PARAM_MAX 64
+/* Every variable starts at a multiple of this many elements (vector
+ * alignment); the gaps are zero. */
+#define PARAM_ALIGN 16
 
 struct param {
 	char name[PARAM_NAME_LEN]; /* e.g. "dense_1/kernel" */

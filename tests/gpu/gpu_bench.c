@@ -28,12 +28,12 @@ static double median_time(const struct backend *be, op_fn op, void *ctx, int inn
 {
 	double t[REPEATS];
 	op(ctx);
-	be->synchronize();
+	be->synchronize(be);
 	for (int r = 0; r < REPEATS; r++) {
 		double t0 = log_now();
 		for (int i = 0; i < inner; i++)
 			op(ctx);
-		be->synchronize();
+		be->synchronize(be);
 		t[r] = (log_now() - t0) / inner;
 	}
 	qsort(t, REPEATS, sizeof(double), by_value);
@@ -49,7 +49,7 @@ struct mm {
 static void run_mm(void *p)
 {
 	struct mm *m = p;
-	m->be->matmul(m->c, m->a, m->b, m->n, m->n, m->n, 0, 0, 0.0f);
+	m->be->matmul(m->be, m->c, m->a, m->b, m->n, m->n, m->n, 0, 0, 0.0f);
 }
 
 struct ema {
@@ -61,13 +61,13 @@ struct ema {
 static void run_ema(void *p)
 {
 	struct ema *e = p;
-	e->be->ema_update(e->shadow, e->w, e->n, 0.999f);
+	e->be->ema_update(e->be, e->shadow, e->w, e->n, 0.999f);
 }
 
 static void run_copy(void *p)
 {
 	struct ema *e = p;
-	e->be->copy(e->shadow, e->w, e->n * sizeof(float));
+	e->be->copy(e->be, e->shadow, e->w, e->n * sizeof(float));
 }
 
 /* c[row, col] against a double-precision dot product on the host. */
@@ -80,7 +80,7 @@ static int check_product(struct mm *m, const float *ha, const float *hb, double 
 		double want = 0;
 		for (int k = 0; k < n; k++)
 			want += (double)ha[(size_t)row * n + k] * hb[(size_t)k * n + col];
-		m->be->copy_out(&got, m->c + (size_t)row * n + col, sizeof(float));
+		m->be->copy_out(m->be, &got, m->c + (size_t)row * n + col, sizeof(float));
 		if (fabs(got - want) > tol * sqrt((double)n)) {
 			fprintf(stderr, "gpu_bench: c[%d,%d] = %g, want %g\n", row, col, got, want);
 			bad = 1;
@@ -103,33 +103,33 @@ int main(void)
 		ha[i] = 2.0f * rng_uniform(&r) - 1.0f;
 		hb[i] = 2.0f * rng_uniform(&r) - 1.0f;
 	}
-	struct mm m = {be, be->alloc(nn * 4), be->alloc(nn * 4), be->alloc(nn * 4), n};
-	be->copy_in(m.a, ha, nn * 4);
-	be->copy_in(m.b, hb, nn * 4);
+	struct mm m = {be, be->alloc(be, nn * 4), be->alloc(be, nn * 4), be->alloc(be, nn * 4), n};
+	be->copy_in(be, m.a, ha, nn * 4);
+	be->copy_in(be, m.b, hb, nn * 4);
 	const char *names[2] = {"fp32", "bf16"};
 	for (int p = 0; p < 2; p++) {
-		be->set_precision((enum precision)p);
+		be->set_precision(be, (enum precision)p);
 		double s = median_time(be, run_mm, &m, 5);
 		bad |= check_product(&m, ha, hb, p ? 1e-2 : 1e-5);
 		printf("cublas %s n %d tflops %.1f\n", names[p], n, 2.0 * n * (double)nn / s * 1e-12);
 	}
-	be->set_precision(PRECISION_FP32);
-	be->free(m.a), be->free(m.b), be->free(m.c);
+	be->set_precision(be, PRECISION_FP32);
+	be->free(be, m.a), be->free(be, m.b), be->free(be, m.c);
 
 	/* 1 GiB per array: far beyond the 60 MB L2. The EMA runs first, from
 	 * shadow 0 towards w = 1 at a few probes: after k updates a probe must
 	 * hold what k steps of mathfn.h's ema_step give on the host. */
 	struct ema e = {be, NULL, NULL, (size_t)1 << 28};
-	e.shadow = be->alloc(e.n * 4);
-	e.w = be->alloc(e.n * 4);
+	e.shadow = be->alloc(be, e.n * 4);
+	e.w = be->alloc(be, e.n * 4);
 	float one = 1.0f, got, want = 0.0f;
 	for (size_t i = 0; i < e.n; i += e.n / 8)
-		be->copy_in(e.w + i, &one, sizeof(one));
+		be->copy_in(be, e.w + i, &one, sizeof(one));
 	double t_ema = median_time(be, run_ema, &e, 5);
 	for (int k = 0; k < MEDIAN_CALLS(5); k++)
 		want = ema_step(want, 1.0f, 0.999f);
 	for (size_t i = 0; i < e.n; i += e.n / 8) {
-		be->copy_out(&got, e.shadow + i, sizeof(got));
+		be->copy_out(be, &got, e.shadow + i, sizeof(got));
 		if (!(fabs(got - want) <= 1e-5 * want)) {
 			fprintf(stderr, "gpu_bench: EMA shadow[%zu] = %.9g, want %.9g\n", i, got, want);
 			bad = 1;
@@ -138,7 +138,7 @@ int main(void)
 	double t_copy = median_time(be, run_copy, &e, 5);
 	double gb_copy = 2.0 * e.n * 4 / t_copy * 1e-9, gb_ema = 3.0 * e.n * 4 / t_ema * 1e-9;
 	printf("ema GB/s %.0f copy GB/s %.0f ema/copy %.2f\n", gb_ema, gb_copy, gb_ema / gb_copy);
-	be->free(e.shadow), be->free(e.w);
+	be->free(be, e.shadow), be->free(be, e.w);
 	free(ha), free(hb);
 	return bad;
 }

@@ -31,17 +31,17 @@ int main(int argc, char **argv)
 	comm_attach_device(&c, be);
 	EXPECT(!strcmp(c.ops->name, "nccl"));
 	size_t bytes = N * sizeof(float);
-	float *h = be->alloc_host(bytes), *d = be->alloc(bytes), *out = be->alloc(bytes);
+	float *h = be->alloc_host(be, bytes), *d = be->alloc(be, bytes), *out = be->alloc(be, bytes);
 	for (size_t i = 0; i < N; i++)
 		h[i] = (float)(c.rank + 1) * (float)(i % 7);
 	/* Two buckets, started right behind the copy that fills them, back to
 	 * back, completed by one wait; then read on the compute stream. */
-	be->copy_in_async(d, h, bytes);
+	be->copy_in_async(be, d, h, bytes);
 	c.ops->allreduce_start(&c, d + N / 2, N - N / 2);
 	c.ops->allreduce_start(&c, d, N / 2);
 	c.ops->allreduce_wait(&c);
-	be->copy(out, d, bytes);
-	be->copy_out(h, out, bytes);
+	be->copy(be, out, d, bytes);
+	be->copy_out(be, h, out, bytes);
 	float ranks_sum = (float)c.size * (float)(c.size + 1) / 2.0f;
 	int wrong = 0;
 	for (size_t i = 0; i < N; i++)
@@ -49,19 +49,19 @@ int main(int argc, char **argv)
 	EXPECT(wrong == 0);
 	for (size_t i = 0; i < N; i++)
 		h[i] = c.rank == 0 ? (float)i : -1.0f;
-	be->copy_in_async(d, h, bytes);
+	be->copy_in_async(be, d, h, bytes);
 	c.ops->bcast(&c, d, N, 0);
-	be->copy(out, d, bytes);
-	be->copy_out(h, out, bytes);
+	be->copy(be, out, d, bytes);
+	be->copy_out(be, h, out, bytes);
 	wrong = 0;
 	for (size_t i = 0; i < N; i++)
 		wrong += h[i] != (float)i;
 	EXPECT(wrong == 0);
 	if (c.rank == 0)
 		printf("nccl_comm: %d ranks\n", c.size);
-	be->free(d);
-	be->free(out);
-	be->free_host(h);
+	be->free(be, d);
+	be->free(be, out);
+	be->free_host(be, h);
 	int status = unit_done("nccl_comm");
 	int any_bad = comm_any(&c, status != 0);
 	comm_finalize(&c);

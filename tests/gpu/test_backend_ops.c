@@ -30,9 +30,9 @@ struct pair {
 
 static struct pair upload(const float *h, size_t n)
 {
-	struct pair p = {cpu->alloc(n * sizeof(float)), gpu->alloc(n * sizeof(float)), n};
-	cpu->copy_in(p.c, h, n * sizeof(float));
-	gpu->copy_in(p.g, h, n * sizeof(float));
+	struct pair p = {cpu->alloc(cpu, n * sizeof(float)), gpu->alloc(gpu, n * sizeof(float)), n};
+	cpu->copy_in(cpu, p.c, h, n * sizeof(float));
+	gpu->copy_in(gpu, p.g, h, n * sizeof(float));
 	return p;
 }
 
@@ -46,8 +46,8 @@ static struct pair random_pair(size_t n, float lo, float hi)
 
 static void release(struct pair p)
 {
-	cpu->free(p.c);
-	gpu->free(p.g);
+	cpu->free(cpu, p.c);
+	gpu->free(gpu, p.g);
 }
 
 /* Normwise relative difference of the GPU result from the CPU one; infinite
@@ -55,7 +55,7 @@ static void release(struct pair p)
 static double diff(struct pair p)
 {
 	float *g = malloc(p.n * sizeof(float));
-	gpu->copy_out(g, p.g, p.n * sizeof(float));
+	gpu->copy_out(gpu, g, p.g, p.n * sizeof(float));
 	double num = 0, den = 0;
 	for (size_t i = 0; i < p.n; i++) {
 		double e = fabs((double)g[i] - p.c[i]);
@@ -77,7 +77,7 @@ static double diff(struct pair p)
 static void check_matmul(enum precision prec, double tol)
 {
 	const int shapes[][3] = {{64, 256, 784}, {784, 256, 64}, {7, 5, 3}, {129, 33, 257}};
-	gpu->set_precision(prec);
+	gpu->set_precision(gpu, prec);
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		for (int t = 0; t < 4; t++) {
 			int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
@@ -85,8 +85,8 @@ static void check_matmul(enum precision prec, double tol)
 			struct pair b = random_pair((size_t)k * n, -1, 1);
 			struct pair c = random_pair((size_t)m * n, -1, 1);
 			float beta = t == 3 ? 1.0f : 0.0f; /* beta = 1 accumulates */
-			cpu->matmul(c.c, a.c, b.c, m, n, k, t & 1, t >> 1 & 1, beta);
-			gpu->matmul(c.g, a.g, b.g, m, n, k, t & 1, t >> 1 & 1, beta);
+			cpu->matmul(cpu, c.c, a.c, b.c, m, n, k, t & 1, t >> 1 & 1, beta);
+			gpu->matmul(gpu, c.g, a.g, b.g, m, n, k, t & 1, t >> 1 & 1, beta);
 			char what[96];
 			snprintf(what, sizeof(what), "matmul %s %dx%dx%d ta=%d tb=%d",
 				 prec == PRECISION_BF16 ? "bf16" : "fp32", m, n, k, t & 1, t >> 1 & 1);
@@ -95,7 +95,7 @@ static void check_matmul(enum precision prec, double tol)
 			release(b);
 			release(c);
 		}
-	gpu->set_precision(PRECISION_FP32);
+	gpu->set_precision(gpu, PRECISION_FP32);
 }
 
 static void check_elementwise(void)
@@ -106,18 +106,18 @@ static void check_elementwise(void)
 		struct pair z = random_pair(n, -3, 3), a = random_pair(n, 0, 1);
 		struct pair b = random_pair(cols, -1, 1), da = random_pair(n, -1, 1);
 		struct pair dz = random_pair(n, 0, 1);
-		cpu->bias_act(a.c, z.c, b.c, rows, cols, (enum act_kind)act);
-		gpu->bias_act(a.g, z.g, b.g, rows, cols, (enum act_kind)act);
+		cpu->bias_act(cpu, a.c, z.c, b.c, rows, cols, (enum act_kind)act);
+		gpu->bias_act(gpu, a.g, z.g, b.g, rows, cols, (enum act_kind)act);
 		EXPECT_CLOSE(z, TOL_FP32, "bias_act z");
 		EXPECT_CLOSE(a, TOL_FP32, "bias_act a");
-		cpu->act_backward(dz.c, da.c, z.c, n, (enum act_kind)act);
-		gpu->act_backward(dz.g, da.g, z.g, n, (enum act_kind)act);
+		cpu->act_backward(cpu, dz.c, da.c, z.c, n, (enum act_kind)act);
+		gpu->act_backward(gpu, dz.g, da.g, z.g, n, (enum act_kind)act);
 		EXPECT_CLOSE(dz, TOL_FP32, "act_backward");
 		release(z), release(a), release(b), release(da), release(dz);
 	}
 	struct pair dz = random_pair(n, -1, 1), db = random_pair(cols, 0, 1);
-	cpu->bias_grad(db.c, dz.c, rows, cols);
-	gpu->bias_grad(db.g, dz.g, rows, cols);
+	cpu->bias_grad(cpu, db.c, dz.c, rows, cols);
+	gpu->bias_grad(gpu, db.g, dz.g, rows, cols);
 	EXPECT_CLOSE(db, TOL_FP32, "bias_grad");
 	release(dz), release(db);
 }
@@ -132,19 +132,19 @@ static void check_xent(void)
 	int32_t y[rows];
 	for (int i = 0; i < rows; i++)
 		y[i] = (int32_t)rng_below(&r, classes);
-	int32_t *yc = cpu->alloc(sizeof(y)), *yg = gpu->alloc(sizeof(y));
-	cpu->copy_in(yc, y, sizeof(y));
-	gpu->copy_in(yg, y, sizeof(y));
-	cpu->xent(dl.c, stats.c, logits.c, yc, rows, classes, 1.0f / rows);
-	gpu->xent(dl.g, stats.g, logits.g, yg, rows, classes, 1.0f / rows);
+	int32_t *yc = cpu->alloc(cpu, sizeof(y)), *yg = gpu->alloc(gpu, sizeof(y));
+	cpu->copy_in(cpu, yc, y, sizeof(y));
+	gpu->copy_in(gpu, yg, y, sizeof(y));
+	cpu->xent(cpu, dl.c, stats.c, logits.c, yc, rows, classes, 1.0f / rows);
+	gpu->xent(gpu, dl.g, stats.g, logits.g, yg, rows, classes, 1.0f / rows);
 	EXPECT_CLOSE(dl, TOL_FP32, "xent dlogits");
-	cpu->copy_out(hc, stats.c, sizeof(hc));
-	gpu->copy_out(hg, stats.g, sizeof(hg));
+	cpu->copy_out(cpu, hc, stats.c, sizeof(hc));
+	gpu->copy_out(gpu, hg, stats.g, sizeof(hg));
 	EXPECT_NEAR(hg[0], hc[0], TOL_FP32);
 	EXPECT(hg[1] == hc[1]);
 	release(logits), release(dl), release(stats);
-	cpu->free(yc);
-	gpu->free(yg);
+	cpu->free(cpu, yc);
+	gpu->free(gpu, yg);
 }
 
 static void check_optim_ema(void)
@@ -159,8 +159,8 @@ static void check_optim_ema(void)
 		for (long t = 1; t <= 3; t++) {
 			hp.bc1 = 1.0f - powf(hp.beta1, (float)t);
 			hp.bc2 = 1.0f - powf(hp.beta2, (float)t);
-			cpu->optim_update(w.c, g.c, s1.c, s2.c, n, &hp);
-			gpu->optim_update(w.g, g.g, s1.g, s2.g, n, &hp);
+			cpu->optim_update(cpu, w.c, g.c, s1.c, s2.c, n, &hp);
+			gpu->optim_update(gpu, w.g, g.g, s1.g, s2.g, n, &hp);
 		}
 		EXPECT_CLOSE(w, TOL_FP32, "optimizer weights");
 		EXPECT_CLOSE(s1, TOL_FP32, "optimizer slot 1");
@@ -169,25 +169,25 @@ static void check_optim_ema(void)
 	}
 	struct pair shadow = random_pair(n, -1, 1), w = random_pair(n, -1, 1);
 	for (int t = 0; t < 5; t++) {
-		cpu->ema_update(shadow.c, w.c, n, 0.9f);
-		gpu->ema_update(shadow.g, w.g, n, 0.9f);
+		cpu->ema_update(cpu, shadow.c, w.c, n, 0.9f);
+		gpu->ema_update(gpu, shadow.g, w.g, n, 0.9f);
 	}
 	EXPECT_CLOSE(shadow, TOL_FP32, "ema_update");
 	/* copy within device memory */
-	gpu->copy(shadow.g, w.g, n * sizeof(float));
-	cpu->copy(shadow.c, w.c, n * sizeof(float));
+	gpu->copy(gpu, shadow.g, w.g, n * sizeof(float));
+	cpu->copy(cpu, shadow.c, w.c, n * sizeof(float));
 	EXPECT(diff(shadow) == 0.0);
 	release(shadow), release(w);
 	/* Pinned staging: asynchronous copy in, then back out. */
-	float *pinned = gpu->alloc_host(n * sizeof(float)), *back = malloc(n * sizeof(float));
-	float *dev = gpu->alloc(n * sizeof(float));
+	float *pinned = gpu->alloc_host(gpu, n * sizeof(float)), *back = malloc(n * sizeof(float));
+	float *dev = gpu->alloc(gpu, n * sizeof(float));
 	for (size_t i = 0; i < n; i++)
 		pinned[i] = (float)i;
-	gpu->copy_in_async(dev, pinned, n * sizeof(float));
-	gpu->copy_out(back, dev, n * sizeof(float));
+	gpu->copy_in_async(gpu, dev, pinned, n * sizeof(float));
+	gpu->copy_out(gpu, back, dev, n * sizeof(float));
 	EXPECT(!memcmp(back, pinned, n * sizeof(float)));
-	gpu->free_host(pinned);
-	gpu->free(dev);
+	gpu->free_host(gpu, pinned);
+	gpu->free(gpu, dev);
 	free(back);
 }
 
@@ -196,8 +196,8 @@ int main(void)
 	gpu = gpu_or_skip("test_backend_ops", 0, 1);
 	cpu = backend_cpu();
 	rng_init(&r, 2024, 0);
-	EXPECT(gpu->stream() != NULL);
-	EXPECT(gpu->set_precision(PRECISION_BF16) == 0);
+	EXPECT(gpu->stream(gpu) != NULL);
+	EXPECT(gpu->set_precision(gpu, PRECISION_BF16) == 0);
 	check_matmul(PRECISION_FP32, TOL_FP32);
 	check_matmul(PRECISION_BF16, TOL_BF16);
 	check_elementwise();

@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 	struct comm c;
 	comm_init(&c, &argc, &argv);
 	const struct backend *be = backend_cpu();
-	float *w = be->alloc(N * sizeof(float)), *initial = malloc(sizeof(float) * N);
+	float *w = be->alloc(be, N * sizeof(float)), *initial = malloc(sizeof(float) * N);
 	for (int i = 0; i < N; i++)
 		initial[i] = w[i] = (float)(i % 17) * 0.25f;
 	struct ema e;
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 	free(owner);
 	free(initial);
 	ema_free(&e);
-	be->free(w);
+	be->free(be, w);
 	comm_finalize(&c);
 	return bad;
 }

@@ -33,22 +33,22 @@ static void check_decay_rule(void)
 static void check_shadow_sequence(const struct backend *be)
 {
 	const float w0[2] = {1.0f, 2.0f}, zero[2] = {0.0f, 0.0f};
-	float *w = be->alloc(sizeof(w0));
-	be->copy_in(w, w0, sizeof(w0));
+	float *w = be->alloc(be, sizeof(w0));
+	be->copy_in(be, w, w0, sizeof(w0));
 	struct ema e;
 	ema_init(&e, be, w, 2, 0.999f, 1, 1);
 	EXPECT(e.shadow != w);
 	float s[2];
-	be->copy_out(s, e.shadow, sizeof(s));
+	be->copy_out(be, s, e.shadow, sizeof(s));
 	EXPECT(s[0] == 1.0f && s[1] == 2.0f);
 
-	be->copy_in(w, zero, sizeof(zero));
+	be->copy_in(be, w, zero, sizeof(zero));
 	const double want[3][2] = {{0.181818182, 0.363636364},
 				   {0.0454545455, 0.0909090909},
 				   {0.013986014, 0.027972028}};
 	for (long t = 1; t <= 3; t++) {
 		ema_update(&e, w, t);
-		be->copy_out(s, e.shadow, sizeof(s));
+		be->copy_out(be, s, e.shadow, sizeof(s));
 		EXPECT_NEAR(s[0], want[t - 1][0], 1e-7);
 		EXPECT_NEAR(s[1], want[t - 1][1], 1e-7);
 	}
@@ -56,67 +56,67 @@ static void check_shadow_sequence(const struct backend *be)
 
 	/* A moving target with a fixed decay 0.5 (num_updates off):
 	 *   shadow {1, 2}, w {3, -2}: {2, 0}; then w {4, 4}: {3, 2} */
-	be->copy_in(w, w0, sizeof(w0));
+	be->copy_in(be, w, w0, sizeof(w0));
 	ema_init(&e, be, w, 2, 0.5f, 0, 1);
 	const float w1[2] = {3.0f, -2.0f}, w2[2] = {4.0f, 4.0f};
-	be->copy_in(w, w1, sizeof(w1));
+	be->copy_in(be, w, w1, sizeof(w1));
 	ema_update(&e, w, 1);
-	be->copy_out(s, e.shadow, sizeof(s));
+	be->copy_out(be, s, e.shadow, sizeof(s));
 	EXPECT_NEAR(s[0], 2.0, 1e-7);
 	EXPECT_NEAR(s[1], 0.0, 1e-7);
-	be->copy_in(w, w2, sizeof(w2));
+	be->copy_in(be, w, w2, sizeof(w2));
 	ema_update(&e, w, 2);
-	be->copy_out(s, e.shadow, sizeof(s));
+	be->copy_out(be, s, e.shadow, sizeof(s));
 	EXPECT_NEAR(s[0], 3.0, 1e-7);
 	EXPECT_NEAR(s[1], 2.0, 1e-7);
 	ema_free(&e);
-	be->free(w);
+	be->free(be, w);
 }
 
 /* Ranks other than the owner keep their shadows until ema_sync. */
 static void check_non_owner(const struct backend *be)
 {
 	const float w0[2] = {1.0f, 2.0f}, zero[2] = {0.0f, 0.0f};
-	float *w = be->alloc(sizeof(w0));
-	be->copy_in(w, w0, sizeof(w0));
+	float *w = be->alloc(be, sizeof(w0));
+	be->copy_in(be, w, w0, sizeof(w0));
 	struct ema e;
 	ema_init(&e, be, w, 2, 0.999f, 1, 0);
-	be->copy_in(w, zero, sizeof(zero));
+	be->copy_in(be, w, zero, sizeof(zero));
 	for (long t = 1; t <= 3; t++)
 		ema_update(&e, w, t);
 	float s[2];
-	be->copy_out(s, e.shadow, sizeof(s));
+	be->copy_out(be, s, e.shadow, sizeof(s));
 	EXPECT(s[0] == 1.0f && s[1] == 2.0f);
 	ema_free(&e);
-	be->free(w);
+	be->free(be, w);
 }
 
 /* ema_swap exchanges pointers (no copy); a second swap restores both. */
 static void check_swap(const struct backend *be)
 {
 	const float w0[2] = {1.0f, 2.0f}, w1[2] = {5.0f, 6.0f};
-	float *w = be->alloc(sizeof(w0));
-	be->copy_in(w, w0, sizeof(w0));
+	float *w = be->alloc(be, sizeof(w0));
+	be->copy_in(be, w, w0, sizeof(w0));
 	struct ema e;
 	ema_init(&e, be, w, 2, 0.999f, 1, 1);
-	be->copy_in(w, w1, sizeof(w1));
+	be->copy_in(be, w, w1, sizeof(w1));
 	float *orig_w = w, *orig_shadow = e.shadow;
 
 	ema_swap(&e, &w);
 	EXPECT(w == orig_shadow);
 	EXPECT(e.shadow == orig_w);
 	float v[2];
-	be->copy_out(v, w, sizeof(v));
+	be->copy_out(be, v, w, sizeof(v));
 	EXPECT(v[0] == 1.0f && v[1] == 2.0f); /* the variables now read the shadows */
 
 	ema_swap(&e, &w);
 	EXPECT(w == orig_w);
 	EXPECT(e.shadow == orig_shadow);
-	be->copy_out(v, w, sizeof(v));
+	be->copy_out(be, v, w, sizeof(v));
 	EXPECT(v[0] == 5.0f && v[1] == 6.0f);
 	ema_free(&e);
 	EXPECT(e.shadow == NULL);
-	be->free(w);
+	be->free(be, w);
 }
 
 static void check_names(void)

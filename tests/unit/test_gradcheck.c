@@ -64,7 +64,7 @@ static void check_model(enum act_kind act, uint64_t seed)
 		x[i] = uniform(&r, -1.5f, 1.5f);
 	for (int i = 0; i < ROWS; i++)
 		y[i] = (int32_t)rng_below(&r, CLASSES);
-	be->copy_in(m.w, w, P * sizeof(float));
+	be->copy_in(be, m.w, w, P * sizeof(float));
 	model_set_batch(&m, x, y, ROWS);
 
 	float stats[2];
@@ -72,7 +72,7 @@ static void check_model(enum act_kind act, uint64_t seed)
 	model_take_stats(&m, stats);
 	model_backward(&m, ROWS, NULL, NULL);
 	float *g = malloc(P * sizeof(float));
-	be->copy_out(g, m.g, P * sizeof(float));
+	be->copy_out(be, g, m.g, P * sizeof(float));
 	signed char *base = malloc(n_signs), *plus = malloc(n_signs), *minus = malloc(n_signs);
 	float loss0 = loss_at(&m, base);
 	EXPECT_NEAR(loss0, stats[0], 1e-6);
@@ -117,7 +117,7 @@ static void check_model(enum act_kind act, uint64_t seed)
 	model_take_stats(&m, stats);
 	model_backward(&m, ROWS, NULL, NULL);
 	float *g_half = malloc(P * sizeof(float));
-	be->copy_out(g_half, m.g, P * sizeof(float));
+	be->copy_out(be, g_half, m.g, P * sizeof(float));
 	int scaled = 1;
 	for (size_t k = 0; k < P; k++)
 		if (fabsf(g_half[k] - 0.5f * g[k]) > 1e-6f * (1.0f + fabsf(g[k])))
@@ -142,15 +142,15 @@ static void check_act_backward(const struct backend *be)
 	const float da[N] = {1.0f, -0.5f, 2.0f, 0.3f, -1.7f, 0.9f, -1.1f, 0.25f};
 	const float h = 1e-3f;
 	for (int act = ACT_RELU; act <= ACT_TANH; act++) {
-		float *bz = be->alloc(sizeof(z)), *bda = be->alloc(sizeof(da));
-		float *bdz = be->alloc(sizeof(z));
-		be->copy_in(bz, z, sizeof(z));
-		be->copy_in(bda, da, sizeof(da));
-		be->act_backward(bdz, bda, bz, N, (enum act_kind)act);
+		float *bz = be->alloc(be, sizeof(z)), *bda = be->alloc(be, sizeof(da));
+		float *bdz = be->alloc(be, sizeof(z));
+		be->copy_in(be, bz, z, sizeof(z));
+		be->copy_in(be, bda, da, sizeof(da));
+		be->act_backward(be, bdz, bda, bz, N, (enum act_kind)act);
 		float dz[N], inplace[N];
-		be->copy_out(dz, bdz, sizeof(dz));
-		be->act_backward(bda, bda, bz, N, (enum act_kind)act); /* dz aliases da */
-		be->copy_out(inplace, bda, sizeof(inplace));
+		be->copy_out(be, dz, bdz, sizeof(dz));
+		be->act_backward(be, bda, bda, bz, N, (enum act_kind)act); /* dz aliases da */
+		be->copy_out(be, inplace, bda, sizeof(inplace));
 		for (int i = 0; i < N; i++) {
 			double fd = ((double)act_fwd((enum act_kind)act, z[i] + h) -
 				     (double)act_fwd((enum act_kind)act, z[i] - h)) / (2.0 * h);
@@ -158,9 +158,9 @@ static void check_act_backward(const struct backend *be)
 			EXPECT_NEAR(act_bwd((enum act_kind)act, z[i], da[i]), da[i] * fd, 1e-3);
 			EXPECT(inplace[i] == dz[i]);
 		}
-		be->free(bz);
-		be->free(bda);
-		be->free(bdz);
+		be->free(be, bz);
+		be->free(be, bda);
+		be->free(be, bdz);
 	}
 }
 
@@ -172,24 +172,24 @@ static void check_bias_act(const struct backend *be)
 	const float bias[C] = {0.5f, -1.0f, 1.5f};
 	for (int act = ACT_RELU; act <= ACT_TANH; act++) {
 		float z[R * C], a[R * C];
-		float *bz = be->alloc(sizeof(z)), *ba = be->alloc(sizeof(a));
-		float *bb = be->alloc(sizeof(bias));
-		be->copy_in(bz, z0, sizeof(z0));
-		be->copy_in(bb, bias, sizeof(bias));
-		be->bias_act(ba, bz, bb, R, C, (enum act_kind)act);
-		be->copy_out(z, bz, sizeof(z));
-		be->copy_out(a, ba, sizeof(a));
+		float *bz = be->alloc(be, sizeof(z)), *ba = be->alloc(be, sizeof(a));
+		float *bb = be->alloc(be, sizeof(bias));
+		be->copy_in(be, bz, z0, sizeof(z0));
+		be->copy_in(be, bb, bias, sizeof(bias));
+		be->bias_act(be, ba, bz, bb, R, C, (enum act_kind)act);
+		be->copy_out(be, z, bz, sizeof(z));
+		be->copy_out(be, a, ba, sizeof(a));
 		for (int i = 0; i < R * C; i++) {
 			float want = z0[i] + bias[i % C];
 			EXPECT_NEAR(z[i], want, 1e-7);
 			EXPECT_NEAR(a[i], act_fwd((enum act_kind)act, want), 1e-6);
 		}
-		be->bias_act(NULL, bz, bb, R, C, (enum act_kind)act);
-		be->copy_out(z, bz, sizeof(z));
+		be->bias_act(be, NULL, bz, bb, R, C, (enum act_kind)act);
+		be->copy_out(be, z, bz, sizeof(z));
 		EXPECT_NEAR(z[4], z0[4] + 2.0f * bias[1], 1e-7);
-		be->free(bz);
-		be->free(ba);
-		be->free(bb);
+		be->free(be, bz);
+		be->free(be, ba);
+		be->free(be, bb);
 	}
 }
 
@@ -202,16 +202,16 @@ static void check_bias_grad(const struct backend *be)
 	rng_init(&r, 11, 0);
 	for (int i = 0; i < R * C; i++)
 		dz[i] = uniform(&r, -2.0f, 2.0f);
-	float *bdz = be->alloc(sizeof(dz)), *bdb = be->alloc(sizeof(db));
+	float *bdz = be->alloc(be, sizeof(dz)), *bdb = be->alloc(be, sizeof(db));
 	const float junk[C] = {9, 9, 9, 9, 9};
-	be->copy_in(bdz, dz, sizeof(dz));
-	be->copy_in(bdb, junk, sizeof(junk));
-	be->bias_grad(bdb, bdz, R, C);
-	be->copy_out(db, bdb, sizeof(db));
+	be->copy_in(be, bdz, dz, sizeof(dz));
+	be->copy_in(be, bdb, junk, sizeof(junk));
+	be->bias_grad(be, bdb, bdz, R, C);
+	be->copy_out(be, db, bdb, sizeof(db));
 	for (int j = 0; j < C; j++)
 		EXPECT_NEAR(db[j], (double)dz[j] + dz[C + j] + dz[2 * C + j], 1e-6);
-	be->free(bdz);
-	be->free(bdb);
+	be->free(be, bdz);
+	be->free(be, bdb);
 }
 
 /* matmul for every transpose combination and for beta 0 and 0.5, against a
@@ -228,17 +228,17 @@ static void check_matmul(const struct backend *be)
 		b[i] = uniform(&r, -1.0f, 1.0f);
 	for (int i = 0; i < M * N; i++)
 		c0[i] = uniform(&r, -1.0f, 1.0f);
-	float *ba = be->alloc(sizeof(a)), *bb = be->alloc(sizeof(b));
-	float *bc = be->alloc(sizeof(c));
-	be->copy_in(ba, a, sizeof(a));
-	be->copy_in(bb, b, sizeof(b));
+	float *ba = be->alloc(be, sizeof(a)), *bb = be->alloc(be, sizeof(b));
+	float *bc = be->alloc(be, sizeof(c));
+	be->copy_in(be, ba, a, sizeof(a));
+	be->copy_in(be, bb, b, sizeof(b));
 	for (int ta = 0; ta < 2; ta++)
 		for (int tb = 0; tb < 2; tb++)
 			for (int bi = 0; bi < 2; bi++) {
 				float beta = bi ? 0.5f : 0.0f;
-				be->copy_in(bc, c0, sizeof(c0));
-				be->matmul(bc, ba, bb, M, N, K, ta, tb, beta);
-				be->copy_out(c, bc, sizeof(c));
+				be->copy_in(be, bc, c0, sizeof(c0));
+				be->matmul(be, bc, ba, bb, M, N, K, ta, tb, beta);
+				be->copy_out(be, c, bc, sizeof(c));
 				for (int i = 0; i < M; i++)
 					for (int j = 0; j < N; j++) {
 						double s = beta * c0[i * N + j];
@@ -252,9 +252,9 @@ static void check_matmul(const struct backend *be)
 						EXPECT_NEAR(c[i * N + j], s, 1e-5);
 					}
 			}
-	be->free(ba);
-	be->free(bb);
-	be->free(bc);
+	be->free(be, ba);
+	be->free(be, bb);
+	be->free(be, bc);
 }
 
 /* xent on a 2x3 batch whose softmax is exact:
@@ -267,16 +267,16 @@ static void check_xent(const struct backend *be)
 	const int32_t labels[2] = {2, 0};
 	/* scale 0.5 * (p - onehot) */
 	const float want_d[6] = {0.0625f, 0.125f, -0.1875f, -0.4375f, 0.1875f, 0.25f};
-	float *bl = be->alloc(sizeof(logits)), *bd = be->alloc(sizeof(logits));
-	float *bs = be->alloc(2 * sizeof(float));
-	int32_t *by = be->alloc(sizeof(labels));
-	be->copy_in(bl, logits, sizeof(logits));
-	be->copy_in(by, labels, sizeof(labels));
+	float *bl = be->alloc(be, sizeof(logits)), *bd = be->alloc(be, sizeof(logits));
+	float *bs = be->alloc(be, 2 * sizeof(float));
+	int32_t *by = be->alloc(be, sizeof(labels));
+	be->copy_in(be, bl, logits, sizeof(logits));
+	be->copy_in(be, by, labels, sizeof(labels));
 	float stats[2], d[6];
 
-	be->xent(bd, bs, bl, by, 2, 3, 0.5f);
-	be->copy_out(stats, bs, sizeof(stats));
-	be->copy_out(d, bd, sizeof(d));
+	be->xent(be, bd, bs, bl, by, 2, 3, 0.5f);
+	be->copy_out(be, stats, bs, sizeof(stats));
+	be->copy_out(be, d, bd, sizeof(d));
 	EXPECT_NEAR(stats[0], 2.54944517, 1e-6);
 	EXPECT(stats[1] == 1.0f);
 	for (int i = 0; i < 6; i++)
@@ -284,26 +284,26 @@ static void check_xent(const struct backend *be)
 
 	/* Without dlogits the same stats, added to what stats held. */
 	float start[2] = {-1.0f, 2.0f};
-	be->copy_in(bs, start, sizeof(start));
-	be->xent(NULL, bs, bl, by, 2, 3, 0.5f);
-	be->copy_out(stats, bs, sizeof(stats));
+	be->copy_in(be, bs, start, sizeof(start));
+	be->xent(be, NULL, bs, bl, by, 2, 3, 0.5f);
+	be->copy_out(be, stats, bs, sizeof(stats));
 	EXPECT_NEAR(stats[0], 2.54944517 - 1.0, 1e-6);
 	EXPECT(stats[1] == 3.0f);
 	const float zero[2] = {0.0f, 0.0f};
-	be->copy_in(bs, zero, sizeof(zero));
+	be->copy_in(be, bs, zero, sizeof(zero));
 
 	/* Large logits must not overflow: {1000, 0, -1000} label 0 has loss ~0. */
 	const float big[3] = {1000.0f, 0.0f, -1000.0f};
-	be->copy_in(bl, big, sizeof(big));
-	be->xent(bd, bs, bl, by + 1, 1, 3, 1.0f);
-	be->copy_out(stats, bs, sizeof(stats));
-	be->copy_out(d, bd, 3 * sizeof(float));
+	be->copy_in(be, bl, big, sizeof(big));
+	be->xent(be, bd, bs, bl, by + 1, 1, 3, 1.0f);
+	be->copy_out(be, stats, bs, sizeof(stats));
+	be->copy_out(be, d, bd, 3 * sizeof(float));
 	EXPECT(isfinite(stats[0]) && stats[0] >= 0.0f && stats[0] < 1e-6f);
 	EXPECT_NEAR(d[0], 0.0, 1e-6);
-	be->free(bl);
-	be->free(bd);
-	be->free(bs);
-	be->free(by);
+	be->free(be, bl);
+	be->free(be, bd);
+	be->free(be, bs);
+	be->free(be, by);
 }
 
 /* Gradient buckets: model_backward reports each layer's span (kernel then

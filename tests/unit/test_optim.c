@@ -23,34 +23,34 @@ static void rig_init(struct rig *r, enum optim_kind kind, float weight_decay, in
 	r->cfg.weight_decay = weight_decay;
 	r->cfg.nesterov = nesterov;
 	optim_init(&r->o, r->be, &r->cfg, 1);
-	r->w = r->be->alloc(sizeof(float));
-	r->g = r->be->alloc(sizeof(float));
+	r->w = r->be->alloc(r->be, sizeof(float));
+	r->g = r->be->alloc(r->be, sizeof(float));
 	const float one = 1.0f;
-	r->be->copy_in(r->w, &one, sizeof(one));
+	r->be->copy_in(r->be, r->w, &one, sizeof(one));
 }
 
 /* One step t with gradient g and rate lr; returns the new w. */
 static float rig_step(struct rig *r, float g, long t, float lr)
 {
-	r->be->copy_in(r->g, &g, sizeof(g));
+	r->be->copy_in(r->be, r->g, &g, sizeof(g));
 	optim_step(&r->o, r->w, r->g, t, lr);
 	float w;
-	r->be->copy_out(&w, r->w, sizeof(w));
+	r->be->copy_out(r->be, &w, r->w, sizeof(w));
 	return w;
 }
 
 static float rig_slot(const struct rig *r, int i)
 {
 	float v;
-	r->be->copy_out(&v, r->o.slot[i], sizeof(v));
+	r->be->copy_out(r->be, &v, r->o.slot[i], sizeof(v));
 	return v;
 }
 
 static void rig_free(struct rig *r)
 {
 	optim_free(&r->o);
-	r->be->free(r->w);
-	r->be->free(r->g);
+	r->be->free(r->be, r->w);
+	r->be->free(r->be, r->g);
 }
 
 static void check_sgd(void)
@@ -189,17 +189,17 @@ static void check_vector(void)
 		w[i] = (float)i;
 		g[i] = (float)(N - i);
 	}
-	float *bw = be->alloc(sizeof(w)), *bg = be->alloc(sizeof(g));
-	be->copy_in(bw, w, sizeof(w));
-	be->copy_in(bg, g, sizeof(g));
+	float *bw = be->alloc(be, sizeof(w)), *bg = be->alloc(be, sizeof(g));
+	be->copy_in(be, bw, w, sizeof(w));
+	be->copy_in(be, bg, g, sizeof(g));
 	optim_step(&o, bw, bg, 1, 0.5f);
-	be->copy_out(w, bw, sizeof(w));
+	be->copy_out(be, w, bw, sizeof(w));
 	int ok = 1;
 	for (int i = 0; i < N; i++)
 		ok &= fabsf(w[i] - ((float)i - 0.5f * (float)(N - i))) < 1e-5f;
 	EXPECT(ok);
-	be->free(bw);
-	be->free(bg);
+	be->free(be, bw);
+	be->free(be, bg);
 	optim_free(&o);
 }
 

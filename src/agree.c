@@ -1,0 +1,98 @@
+/* The start-up agreement checks of agree.h. */
+#include "agree.h"
+#include "check.h"
+#include "hash.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int agree_config(const struct config *cfg, struct comm *c)
+{
+	char *mine = config_to_text(cfg);
+	long len = (long)strlen(mine) + 1;
+	comm_bcast_host(c, &len, sizeof(len), 0);
+	char *root = xmalloc((size_t)len);
+	if (c->rank == 0)
+		memcpy(root, mine, (size_t)len);
+	comm_bcast_host(c, root, (size_t)len, 0);
+	char a[PATH_LEN + 64], b[PATH_LEN + 64];
+	if (config_diff(root, mine, OPT_SHAPE, a, b, sizeof(a)))
+		user_error("started with other options than rank 0: rank 0 has '%s', rank %d '%s'",
+			   a, c->rank, b);
+	free(root);
+	free(mine);
+	return comm_user_errors(c) ? -1 : 0;
+}
+
+/* What every rank must agree on about its data: ranks on other nodes read
+ * files of the same name that may not be the same files. */
+struct data_print {
+	long train_rows, eval_rows;
+	int dim, classes, eval_dim;
+	uint64_t train_sum; /* FNV-1a of the whole training set, x then y */
+};
+
+static struct data_print data_print_of(const struct dataset *d, const struct dataset *eval)
+{
+	struct data_print p;
+	memset(&p, 0, sizeof(p));
+	p.train_rows = d->n;
+	p.dim = d->dim;
+	p.classes = d->classes;
+	size_t cells = (size_t)d->n * d->dim;
+	p.train_sum = d->x8 ? fnv1a64(FNV1A64_INIT, d->x8, cells)
+			    : fnv1a64(FNV1A64_INIT, d->xf, cells * sizeof(float));
+	p.train_sum = fnv1a64(p.train_sum, d->y, (size_t)d->n * sizeof(int32_t));
+	p.eval_rows = eval ? eval->n_total : 0;
+	p.eval_dim = eval ? eval->dim : 0;
+	return p;
+}
+
+void agree_data(const struct config *cfg, const struct dataset *train,
+		const struct dataset *eval, struct comm *c)
+{
+	struct data_print mine = data_print_of(train, eval), root = mine;
+	comm_bcast_host(c, &root, sizeof(root), 0);
+	if (mine.train_rows != root.train_rows || mine.dim != root.dim ||
+	    mine.classes != root.classes || mine.train_sum != root.train_sum)
+		user_error("--data %s is not rank 0's file: %ld rows of %d, %d classes, checksum "
+			   "%016llx here; %ld rows of %d, %d classes, %016llx on rank 0 (every rank "
+			   "must read the same data)", cfg->data, mine.train_rows, mine.dim,
+			   mine.classes, (unsigned long long)mine.train_sum, root.train_rows,
+			   root.dim, root.classes, (unsigned long long)root.train_sum);
+	else if (mine.eval_rows != root.eval_rows || mine.eval_dim != root.eval_dim)
+		user_error("--eval-data %s is not rank 0's file: %ld rows of %d here, %ld rows of "
+			   "%d on rank 0 (every rank must read the same data)", cfg->eval_data,
+			   mine.eval_rows, mine.eval_dim, root.eval_rows, root.eval_dim);
+}
+
+int agree_registry(const struct params *mine, struct comm *c)
+{
+	struct params *root = xmalloc(sizeof(*root));
+	if (c->rank == 0)
+		*root = *mine;
+	comm_bcast_host(c, root, sizeof(*root), 0);
+	int n = root->n > mine->n ? root->n : mine->n;
+	for (int i = 0; i < n; i++) {
+		const struct param *a = i < root->n ? &root->p[i] : NULL;
+		const struct param *b = i < mine->n ? &mine->p[i] : NULL;
+		char sa[64] = "absent", sb[64] = "absent";
+		if (a)
+			params_shape_text(a->ndim, a->shape, sa, sizeof(sa));
+		if (b)
+			params_shape_text(b->ndim, b->shape, sb, sizeof(sb));
+		if (a && b && !strcmp(a->name, b->name) && !strcmp(sa, sb))
+			continue;
+		if (a && b && strcmp(a->name, b->name))
+			user_error("rank %d's model differs from rank 0's at variable %d: rank 0 "
+				   "'%s' %s vs rank %d '%s' %s", c->rank, i, a->name, sa, c->rank,
+				   b->name, sb);
+		else
+			user_error("rank %d's model differs from rank 0's: %s: rank 0 %s vs rank %d %s",
+				   c->rank, a ? a->name : b->name, sa, c->rank, sb);
+		break;
+	}
+	free(root);
+	return comm_user_errors(c) ? -1 : 0;
+}

@@ -1,0 +1,162 @@
+/* Evaluation of eval.h, and the `mtrain eval` subcommand. */
+#include "eval.h"
+#include "check.h"
+#include "ckpt.h"
+#include "log.h"
+#include "state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void eval_init(struct evaluator *ev, const struct dataset *data, const struct model *m)
+{
+	ev->data = data;
+	ev->host_x = xmalloc(sizeof(float) * (size_t)m->max_rows * m->in_dim);
+	ev->host_y = xmalloc(sizeof(int32_t) * (size_t)m->max_rows);
+}
+
+void eval_free(struct evaluator *ev)
+{
+	free(ev->host_x);
+	free(ev->host_y);
+	memset(ev, 0, sizeof(*ev));
+}
+
+void eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[2])
+{
+	const struct dataset *d = ev->data;
+	float before[2], stats[2];
+	model_take_stats(m, before); /* training's, kept for its next line */
+	for (long begin = 0; begin < d->n; begin += m->max_rows) {
+		int rows = (int)(d->n - begin < m->max_rows ? d->n - begin : m->max_rows);
+		dataset_rows(d, begin, rows, ev->host_x, ev->host_y);
+		model_set_batch(m, ev->host_x, ev->host_y, rows);
+		model_forward(m, rows, 0.0f);
+	}
+	model_take_stats(m, stats);
+	m->be->copy_in(m->be, m->stats, before, sizeof(before));
+	double sums[3] = {stats[0], stats[1], (double)d->n};
+	comm_sum_host(c, sums, 3);
+	out[0] = sums[2] ? sums[0] / sums[2] : 0.0;
+	out[1] = sums[2] ? sums[1] / sums[2] : 0.0;
+}
+
+void eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
+		 long epoch, struct comm *c)
+{
+	double raw[2], avg[2];
+	ema_sync(e, c);
+	eval_run(ev, m, c, raw);
+	ema_swap(e, &m->w);
+	eval_run(ev, m, c, avg);
+	ema_swap(e, &m->w);
+	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f",
+		 step, epoch, raw[0], raw[1], avg[0], avg[1]);
+	char n[4][32];
+	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"epoch\":%ld,\"raw_loss\":%s,"
+		      "\"raw_acc\":%s,\"ema_loss\":%s,\"ema_acc\":%s}",
+		      step, epoch, json_num(raw[0], n[0], 32), json_num(raw[1], n[1], 32),
+		      json_num(avg[0], n[2], 32), json_num(avg[1], n[3], 32));
+}
+
+/* The checkpoint's configuration and model dimensions on every rank, with
+ * the evaluation options of the command line. 0 or -1 (user error). */
+static int eval_config(const char *ckpt, const char *eval_data, int device, struct comm *c,
+		       struct config *cfg, int dims[2])
+{
+	struct ckpt_meta m;
+	memset(&m, 0, sizeof(m));
+	config_defaults(cfg);
+	if (c->rank == 0 && ckpt_read_meta(ckpt, &m) == 0)
+		config_parse_text(cfg, m.config ? m.config : "", ckpt);
+	free(m.config);
+	if (comm_user_errors(c))
+		return -1;
+	comm_bcast_host(c, cfg, sizeof(*cfg), 0);
+	dims[0] = m.input_dim;
+	dims[1] = m.classes;
+	comm_bcast_host(c, dims, 2 * sizeof(int), 0);
+	c->timeout = cfg->comm_timeout;
+	cfg->device = device;
+	cfg->precision = PRECISION_FP32; /* evaluate exactly, wherever it trained */
+	if (eval_data)
+		snprintf(cfg->eval_data, PATH_LEN, "%s", eval_data);
+	return 0;
+}
+
+/* This rank's slice of cfg's evaluation set, checked against the model's
+ * dimensions. 0 or -1 (user error, collected). */
+static int eval_data_load(const char *ckpt, const struct config *cfg, const int dims[2],
+			  struct dataset *d, struct comm *c)
+{
+	if (!cfg->eval_data[0] || !strcmp(cfg->eval_data, "none"))
+		user_error("%s: the checkpoint names no eval data; pass --eval-data FILE", ckpt);
+	else if (dataset_load(d, cfg->eval_data, c->rank, c->size) == 0) {
+		if (d->dim != dims[0])
+			user_error("%s: inputs have %d features; the checkpoint's model takes %d",
+				   cfg->eval_data, d->dim, dims[0]);
+		else
+			dataset_check_labels(d, dims[1], "the checkpoint's model");
+	}
+	return comm_user_errors(c) ? -1 : 0;
+}
+
+/* One line of figures for the weights now in m. */
+static void eval_print(struct evaluator *ev, struct model *m, const char *ckpt,
+		       const char *which, struct comm *c)
+{
+	double res[2];
+	eval_run(ev, m, c, res);
+	log_info("eval %s %s loss %.4f acc %.4f (%ld rows)", ckpt, which, res[0], res[1],
+		 ev->data->n_total);
+}
+
+int eval_main(const char *ckpt, const char *eval_data, const char *which, int device,
+	      struct comm *c)
+{
+	int want_raw = strcmp(which, "ema") != 0, want_ema = strcmp(which, "raw") != 0;
+	if (strcmp(which, "raw") && strcmp(which, "ema") && strcmp(which, "both"))
+		user_error("--weights: '%s' is not one of raw|ema|both", which);
+	struct config cfg;
+	int dims[2];
+	if (comm_user_errors(c) || eval_config(ckpt, eval_data, device, c, &cfg, dims))
+		return EXIT_USER;
+	const struct backend *be = backend_select(&cfg, c);
+	if (!be)
+		return EXIT_USER;
+	struct dataset data;
+	memset(&data, 0, sizeof(data));
+	int status = EXIT_USER;
+	if (eval_data_load(ckpt, &cfg, dims, &data, c) == 0) {
+		struct model model;
+		struct ema ema;
+		struct state state;
+		struct evaluator ev;
+		struct ckpt_meta m;
+		model_init(&model, be, dims[0], dims[1], cfg.hidden, cfg.n_hidden,
+			   (enum act_kind)cfg.act, cfg.eval_batch);
+		/* Not an owner: the shadows are the checkpoint's, never updated. */
+		ema_init(&ema, be, model.w, model.reg.total, cfg.ema_decay, cfg.ema_num_updates, 0);
+		state_init(&state, be, &model.reg, &model.w, &ema.shadow, NULL, c->rank == 0);
+		eval_init(&ev, &data, &model);
+		if (c->rank == 0 && state_read(&state, ckpt, 1, &m) == 0)
+			free(m.config);
+		if (!comm_user_errors(c)) {
+			state_send(&state, c);
+			if (want_raw)
+				eval_print(&ev, &model, ckpt, "raw", c);
+			ema_swap(&ema, &model.w);
+			if (want_ema)
+				eval_print(&ev, &model, ckpt, "ema", c);
+			ema_swap(&ema, &model.w);
+			status = EXIT_OK;
+		}
+		eval_free(&ev);
+		state_free(&state);
+		ema_free(&ema);
+		model_free(&model);
+	}
+	dataset_free(&data);
+	backend_unselect(be, c);
+	return status;
+}

@@ -1,0 +1,32 @@
+/* Evaluation: the loss and accuracy of the current weights on an
+ * evaluation set sharded across ranks, raw and with the EMA shadows
+ * swapped in, during training and as `mtrain eval`. */
+#pragma once
+#include "comm.h"
+#include "dataset.h"
+#include "ema.h"
+#include "model.h"
+
+struct evaluator {
+	const struct dataset *data; /* this rank's slice of the evaluation set */
+	float *host_x;              /* (R, D) one batch, R = the model's max_rows */
+	int32_t *host_y;            /* (R) */
+};
+
+/* Host batches for data, of up to m's max_rows rows. */
+void eval_init(struct evaluator *ev, const struct dataset *data, const struct model *m);
+void eval_free(struct evaluator *ev);
+/* out = {mean loss, accuracy} of m's current weights over every rank's
+ * slice. The model's training stats are kept. Collective. */
+void eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[2]);
+/* Raw and EMA figures at a training step: e's shadows are broadcast from
+ * their owner, swapped in and back; one log line and a metrics event.
+ * Collective. */
+void eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
+		 long epoch, struct comm *c);
+
+/* `mtrain eval`: evaluates checkpoint ckpt on eval_data (NULL: the
+ * checkpoint's own --eval-data) with raw and/or EMA weights (which: "raw",
+ * "ema" or "both") on device. Returns the exit status. */
+int eval_main(const char *ckpt, const char *eval_data, const char *which, int device,
+	      struct comm *c);

@@ -1,0 +1,188 @@
+/* The checkpointed state of state.h: save, load and the resume policy. */
+#include "state.h"
+#include "check.h"
+#include "ema.h"
+#include "log.h"
+#include "version.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void state_init(struct state *s, const struct backend *be, const struct params *reg,
+		float **w, float **shadow, const struct optim *o, int host_staging)
+{
+	memset(s, 0, sizeof(*s));
+	s->be = be;
+	s->n = reg->total;
+	s->kinds = 2 + (o ? o->n_slots : 0);
+	s->live[0] = w;
+	s->live[1] = shadow;
+	const char *suffix[STATE_KINDS] = {NULL, EMA_SUFFIX};
+	for (int k = 2; k < s->kinds; k++) {
+		s->live[k] = (float **)&o->slot[k - 2];
+		suffix[k] = o->slot_suffix[k - 2];
+	}
+	for (int k = 0; host_staging && k < s->kinds; k++)
+		s->host[k] = xcalloc(s->n, sizeof(float));
+	s->vars = xcalloc((size_t)(s->kinds * reg->n), sizeof(*s->vars));
+	for (int k = 0; k < s->kinds; k++)
+		for (int i = 0; i < reg->n; i++) {
+			struct ckpt_var *v = &s->vars[s->n_vars++];
+			const struct param *p = &reg->p[i];
+			if (suffix[k])
+				params_slot_name(p->name, suffix[k], v->name, sizeof(v->name));
+			else
+				snprintf(v->name, sizeof(v->name), "%s", p->name);
+			v->ndim = p->ndim;
+			v->shape[0] = p->shape[0];
+			v->shape[1] = p->ndim > 1 ? p->shape[1] : 0;
+			v->data = s->host[k] ? s->host[k] + p->offset : NULL;
+		}
+}
+
+void state_free(struct state *s)
+{
+	for (int k = 0; k < STATE_KINDS; k++)
+		free(s->host[k]);
+	free(s->vars);
+	memset(s, 0, sizeof(*s));
+}
+
+int state_save(struct state *s, struct ckpt_meta *meta, const char *dir, int keep,
+	       struct comm *c)
+{
+	int failed = 0;
+	if (c->rank == 0) {
+		for (int k = 0; k < s->kinds; k++)
+			s->be->copy_out(s->be, s->host[k], *s->live[k], s->n * sizeof(float));
+		time_t secs = time(NULL);
+		strftime(meta->created, sizeof(meta->created), "%Y-%m-%dT%H:%M:%SZ",
+			 gmtime(&secs));
+		snprintf(meta->version, sizeof(meta->version), "%s", MTRAIN_VERSION);
+		failed = ckpt_write(dir, s->vars, s->n_vars, meta) != 0;
+	}
+	if (c->rank == 0 && !failed) {
+		char path[PATH_LEN], json[JSON_PATH_LEN];
+		ckpt_path(dir, meta->global_step, path, sizeof(path));
+		log_info("checkpoint %s step %ld", path, meta->global_step);
+		metrics_write("{\"event\":\"checkpoint\",\"step\":%ld,\"path\":\"%s\"}",
+			      meta->global_step, json_escape(path, json, sizeof(json)));
+		ckpt_prune(dir, keep, meta->global_step);
+	}
+	return comm_any(c, failed) ? -1 : 0;
+}
+
+int state_read(struct state *s, const char *path, int allow_extra, struct ckpt_meta *meta)
+{
+	return ckpt_read(path, s->vars, s->n_vars, allow_extra, meta);
+}
+
+void state_send(struct state *s, struct comm *c)
+{
+	for (int k = 0; k < s->kinds; k++) {
+		if (c->rank == 0)
+			s->be->copy_in(s->be, *s->live[k], s->host[k], s->n * sizeof(float));
+		c->ops->bcast(c, *s->live[k], s->n, 0);
+	}
+}
+
+/* With --resume never or FILE, checkpoints of another run above the start
+ * step stay in --ckpt-dir (pruning leaves them alone), and a later --resume
+ * auto would take them: say so. */
+static void warn_newer_checkpoints(const char *dir, long start)
+{
+	char (*paths)[PATH_LEN] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
+	long newest = -1;
+	int n = ckpt_list(dir, paths, CKPT_MAX_FILES);
+	if (n > 0)
+		sscanf(strrchr(paths[0], '/') + 1, "ckpt-%ld.h5", &newest);
+	if (n > 0 && newest > start)
+		log_warn("%s holds %s from another run, past this run's step %ld: a later "
+			 "--resume auto would continue that run", dir, paths[0], start);
+	free(paths);
+}
+
+/* Rank 0: the checkpoint --resume names, read into the staging; its path
+ * in used ("" for none: a fresh start). */
+static void find_checkpoint(struct state *s, const struct config *cfg, struct ckpt_meta *m,
+			    char *used, size_t len)
+{
+	if (!strcmp(cfg->resume, "never"))
+		return;
+	if (strcmp(cfg->resume, "auto")) {
+		if (state_read(s, cfg->resume, 0, m) == 0)
+			snprintf(used, len, "%s", cfg->resume);
+		return;
+	}
+	char (*paths)[PATH_LEN] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
+	int n = ckpt_list(cfg->ckpt_dir, paths, CKPT_MAX_FILES);
+	for (int i = 0; i < n && !used[0]; i++) {
+		int rc = state_read(s, paths[i], 0, m);
+		if (rc == 0)
+			snprintf(used, len, "%s", paths[i]);
+		else if (rc == -2) {
+			log_warn("skipping checkpoint: %s", user_error_text());
+			user_error_clear();
+		} else
+			break;
+	}
+	free(paths);
+}
+
+/* Rank 0: whether the checkpoint at used fits run; a user error if not. */
+static void check_fit(const char *used, const struct ckpt_meta *m, const struct resume_run *run)
+{
+	const struct config *cfg = run->cfg;
+	if (m->batch != cfg->batch)
+		user_error("%s: written with --batch %d, this run has --batch %d (the data "
+			   "position counts in global batches)", used, m->batch, cfg->batch);
+	else if (m->seed != cfg->seed)
+		user_error("%s: written with --seed %llu, this run has --seed %llu", used,
+			   (unsigned long long)m->seed, (unsigned long long)cfg->seed);
+	else if (m->train_rows != run->train_rows)
+		user_error("%s: written for a training set of %ld rows, --data %s has %ld (the "
+			   "data position counts in its rows)", used, m->train_rows, cfg->data,
+			   run->train_rows);
+	else if (m->global_step < 0 || m->epoch < 0 || m->step_in_epoch < 0 ||
+		 m->global_step / run->steps_per_epoch != m->epoch ||
+		 m->global_step % run->steps_per_epoch != m->step_in_epoch)
+		user_error("%s: global_step %ld, epoch %ld and step_in_epoch %ld do not agree "
+			   "with %ld steps per epoch (edited or corrupt)", used, m->global_step,
+			   m->epoch, m->step_in_epoch, run->steps_per_epoch);
+	/* Other hyper-parameters are allowed (a longer run, a lower rate) but
+	 * should not pass unnoticed: name the first. */
+	char a[PATH_LEN + 64], b[PATH_LEN + 64];
+	if (!user_error_pending() && m->config &&
+	    config_diff(m->config, run->config_text, OPT_MAY_CHANGE, a, b, sizeof(a)))
+		log_warn("%s was written with '%s'; this run has '%s'", used, a, b);
+}
+
+int state_resume(struct state *s, const struct resume_run *run, struct position *at,
+		 struct comm *c)
+{
+	struct ckpt_meta m;
+	memset(&m, 0, sizeof(m));
+	memset(at, 0, sizeof(*at));
+	char used[PATH_LEN] = "";
+	if (c->rank == 0) {
+		find_checkpoint(s, run->cfg, &m, used, sizeof(used));
+		if (used[0])
+			check_fit(used, &m, run);
+		if (!user_error_pending())
+			warn_newer_checkpoints(run->cfg->ckpt_dir, used[0] ? m.global_step : 0);
+	}
+	free(m.config);
+	if (comm_user_errors(c))
+		return -1;
+	long pos[4] = {used[0] != 0, m.global_step, m.epoch, m.step_in_epoch};
+	comm_bcast_host(c, pos, sizeof(pos), 0);
+	comm_bcast_host(c, used, sizeof(used), 0);
+	if (!pos[0])
+		return 0;
+	state_send(s, c);
+	*at = (struct position){pos[1], pos[2], pos[3]};
+	log_info("resumed from %s at step %ld (epoch %ld, batch %ld of it)", used,
+		 at->global_step, at->epoch + 1, at->pos);
+	return 0;
+}
