@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -137,6 +138,95 @@ static int write_var(hid_t file, const char *name, hid_t type, int nd,
 	return rc;
 }
 
+/* The root attributes besides format and format_version, as struct ckpt_meta
+ * holds them: long, int, uint64_t (stored as its int64 bits), char[size]
+ * ("?" when absent) or malloc'd key = value lines (NULL when absent). On file
+ * a number is an int64 scalar, a string a fixed-length C string. A file of
+ * format version v must hold a field only if it is required and since <= v;
+ * otherwise a missing field reads as its default, so a field added later is
+ * one row and older files still read. */
+enum field_type { F_LONG, F_INT, F_U64, F_CHARS, F_TEXT };
+
+struct field {
+	const char *key;     /* attribute name, e.g. "global_step" */
+	enum field_type type;
+	size_t offset, size; /* of its member of struct ckpt_meta */
+	int required, since; /* since: the format version that added it, e.g. 1 */
+};
+
+#define FIELD(key, type, member, required, since)                       \
+	{key, type, offsetof(struct ckpt_meta, member),                 \
+	 sizeof(((struct ckpt_meta *)0)->member), required, since}
+/* In the order ckpt_write writes them and inspect prints them. */
+static const struct field fields[] = {
+	FIELD("global_step", F_LONG, global_step, 1, 1),
+	FIELD("epoch", F_LONG, epoch, 1, 1),
+	FIELD("step_in_epoch", F_LONG, step_in_epoch, 1, 1),
+	FIELD("batch", F_INT, batch, 1, 1),
+	FIELD("seed", F_U64, seed, 1, 1),
+	FIELD("world_size", F_INT, world_size, 1, 1),
+	FIELD("input_dim", F_INT, input_dim, 1, 1),
+	FIELD("classes", F_INT, classes, 1, 1),
+	FIELD("train_rows", F_LONG, train_rows, 1, 1),
+	FIELD("config", F_TEXT, config, 0, 1),
+	FIELD("created", F_CHARS, created, 0, 1),
+	FIELD("mtrain_version", F_CHARS, version, 0, 1),
+};
+#define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+
+/* A number field of m as stored. */
+static int64_t field_num(const struct field *f, const struct ckpt_meta *m)
+{
+	const char *p = (const char *)m + f->offset;
+	if (f->type == F_U64)
+		return (int64_t)*(const uint64_t *)p;
+	return f->type == F_INT ? *(const int *)p : *(const long *)p;
+}
+
+/* A string field of m: the text, NULL for an absent F_TEXT. */
+static const char *field_str(const struct field *f, const struct ckpt_meta *m)
+{
+	const char *p = (const char *)m + f->offset;
+	return f->type == F_CHARS ? p : *(char *const *)p;
+}
+
+/* Reads f into a zeroed m: 0, or -1 when missing or unreadable (m then holds
+ * the default). */
+static int field_get(hid_t file, const struct field *f, struct ckpt_meta *m)
+{
+	char *p = (char *)m + f->offset;
+	int64_t v;
+	if (f->type == F_TEXT) {
+		*(char **)p = get_str_attr(file, f->key);
+		return *(char **)p ? 0 : -1;
+	}
+	if (f->type == F_CHARS) {
+		char *s = get_str_attr(file, f->key);
+		int rc = s ? 0 : -1;
+		snprintf(p, f->size, "%s", s ? s : "?");
+		free(s);
+		return rc;
+	}
+	if (get_i64_attr(file, f->key, &v))
+		return -1;
+	if (f->type == F_LONG)
+		*(long *)p = (long)v;
+	else if (f->type == F_INT)
+		*(int *)p = (int)v;
+	else
+		*(uint64_t *)p = (uint64_t)v;
+	return 0;
+}
+
+/* Writes f of m: 0, or -1 when HDF5 failed. */
+static int field_put(hid_t file, const struct field *f, const struct ckpt_meta *m)
+{
+	const char *s = f->type >= F_CHARS ? field_str(f, m) : NULL;
+	if (f->type >= F_CHARS)
+		return put_str_attr(file, f->key, s ? s : "");
+	return put_i64_attr(file, f->key, field_num(f, m));
+}
+
 static int fsync_path(const char *path, int dir)
 {
 	int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
@@ -175,18 +265,8 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 	bad = bad || write_var(file, "global_step", H5T_NATIVE_INT64, 1, &one, &step);
 	bad = bad || put_str_attr(file, "format", CKPT_FORMAT);
 	bad = bad || put_i64_attr(file, "format_version", CKPT_FORMAT_VERSION);
-	bad = bad || put_i64_attr(file, "global_step", meta->global_step);
-	bad = bad || put_i64_attr(file, "epoch", meta->epoch);
-	bad = bad || put_i64_attr(file, "step_in_epoch", meta->step_in_epoch);
-	bad = bad || put_i64_attr(file, "batch", meta->batch);
-	bad = bad || put_i64_attr(file, "seed", (int64_t)meta->seed);
-	bad = bad || put_i64_attr(file, "world_size", meta->world_size);
-	bad = bad || put_i64_attr(file, "input_dim", meta->input_dim);
-	bad = bad || put_i64_attr(file, "classes", meta->classes);
-	bad = bad || put_i64_attr(file, "train_rows", meta->train_rows);
-	bad = bad || put_str_attr(file, "config", meta->config ? meta->config : "");
-	bad = bad || put_str_attr(file, "created", meta->created);
-	bad = bad || put_str_attr(file, "mtrain_version", meta->version);
+	for (size_t i = 0; i < N_FIELDS; i++)
+		bad = bad || field_put(file, &fields[i], meta);
 	/* errno is the disk's reason when HDF5 failed; keep it past the close. */
 	int why = bad ? (errno ? errno : EIO) : 0;
 	if (H5Fclose(file) < 0 || bad || fsync_path(tmp, 0) || rename(tmp, final) ||
@@ -336,33 +416,21 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 	return file;
 }
 
+/* Reads the root attributes into a zeroed m: 0, or -1 with a user_error
+ * (no format_version, one this mtrain does not read, a needed field missing). */
 static int read_meta(hid_t file, const char *path, struct ckpt_meta *m)
 {
-	int64_t v[10];
-	const char *keys[10] = {"format_version", "global_step", "epoch", "step_in_epoch",
-				"batch", "seed", "world_size", "input_dim", "classes", "train_rows"};
-	for (int i = 0; i < 10; i++)
-		if (get_i64_attr(file, keys[i], &v[i]))
-			return user_error("%s: root attribute '%s' missing or unreadable", path, keys[i]);
-	if (v[0] != CKPT_FORMAT_VERSION)
-		return user_error("%s: format version %lld; this mtrain reads version %d", path,
-				  (long long)v[0], CKPT_FORMAT_VERSION);
-	m->global_step = v[1];
-	m->epoch = v[2];
-	m->step_in_epoch = v[3];
-	m->batch = (int)v[4];
-	m->seed = (uint64_t)v[5];
-	m->world_size = (int)v[6];
-	m->input_dim = (int)v[7];
-	m->classes = (int)v[8];
-	m->train_rows = (long)v[9];
-	m->config = get_str_attr(file, "config");
-	char *s = get_str_attr(file, "created");
-	snprintf(m->created, sizeof(m->created), "%s", s ? s : "?");
-	free(s);
-	s = get_str_attr(file, "mtrain_version");
-	snprintf(m->version, sizeof(m->version), "%s", s ? s : "?");
-	free(s);
+	int64_t version;
+	if (get_i64_attr(file, "format_version", &version))
+		return user_error("%s: root attribute '%s' missing or unreadable", path, "format_version");
+	if (version < 1 || version > CKPT_FORMAT_VERSION)
+		return user_error("%s: format version %lld; this mtrain reads versions 1 to %d", path,
+				  (long long)version, CKPT_FORMAT_VERSION);
+	m->format_version = (int)version;
+	for (size_t i = 0; i < N_FIELDS; i++)
+		if (field_get(file, &fields[i], m) && fields[i].required && fields[i].since <= version)
+			return user_error("%s: root attribute '%s' missing or unreadable", path,
+					  fields[i].key);
 	return 0;
 }
 
@@ -582,6 +650,28 @@ void ckpt_free_vars(struct ckpt_var *vars, int n)
 	free(vars);
 }
 
+/* The file, its format and one "key  value" line per field; a text by its
+ * number of lines. */
+static void print_meta(FILE *out, const char *path, const struct ckpt_meta *m)
+{
+	fprintf(out, "%-15s %s\n%-15s %s %d\n", "file", path, "format", CKPT_FORMAT, m->format_version);
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		const struct field *f = &fields[i];
+		const char *s = f->type >= F_CHARS ? field_str(f, m) : NULL;
+		long lines = 0;
+		for (const char *c = f->type == F_TEXT && s ? s : ""; *c; c++)
+			lines += *c == '\n' || c[1] == '\0'; /* a last line without '\n' too */
+		if (f->type == F_U64)
+			fprintf(out, "%-15s %llu\n", f->key, (unsigned long long)field_num(f, m));
+		else if (f->type < F_CHARS)
+			fprintf(out, "%-15s %lld\n", f->key, (long long)field_num(f, m));
+		else if (f->type == F_TEXT && s)
+			fprintf(out, "%-15s %ld lines\n", f->key, lines);
+		else
+			fprintf(out, "%-15s %s\n", f->key, s ? s : "(absent)");
+	}
+}
+
 int ckpt_inspect(const char *path, FILE *out)
 {
 	struct ckpt_var *v;
@@ -589,12 +679,7 @@ int ckpt_inspect(const char *path, FILE *out)
 	int n;
 	if (ckpt_read_all(path, &v, &n, &m))
 		return -1;
-	fprintf(out, "file            %s\n", path);
-	fprintf(out, "format          %s %d, written by mtrain %s on %d rank%s at %s\n", CKPT_FORMAT,
-		CKPT_FORMAT_VERSION, m.version, m.world_size, m.world_size == 1 ? "" : "s", m.created);
-	fprintf(out, "global_step     %ld (epoch %ld, step %ld of it, batch %d, seed %llu)\n",
-		m.global_step, m.epoch, m.step_in_epoch, m.batch, (unsigned long long)m.seed);
-	fprintf(out, "model           input %d, classes %d\n", m.input_dim, m.classes);
+	print_meta(out, path, &m);
 	fprintf(out, "%-44s %-12s %-8s %-16s %12s %12s %12s\n", "name", "shape", "dtype",
 		"fnv1a64", "min", "max", "mean");
 	for (int j = 0; j < n; j++) {

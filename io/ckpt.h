@@ -31,6 +31,8 @@ static inline size_t ckpt_var_cells(const struct ckpt_var *v)
 
 /* Root attributes. */
 struct ckpt_meta {
+	int format_version;  /* as read, 1 to CKPT_FORMAT_VERSION; ckpt_write
+			      * writes CKPT_FORMAT_VERSION whatever it holds */
 	long global_step;    /* completed optimizer updates, e.g. 2340 */
 	long epoch;          /* epoch of the next step, e.g. 5 */
 	long step_in_epoch;  /* global batches of that epoch already done */
@@ -56,9 +58,11 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
  * user_error listing one line per mismatch (missing, extra unless
  * allow_extra, or differently shaped variable); -2 with a user_error when the
  * file cannot be opened, fails its checksums, or holds what mtrain never
- * writes (a variable not float32 of rank 1 or 2, a name stored twice).
- * String attributes may be fixed- or variable-length. meta->config is
- * malloc'd. */
+ * writes (a variable not float32 of rank 1 or 2, a name stored twice), a
+ * format version above CKPT_FORMAT_VERSION, or lacks a required root
+ * attribute of its version. Optional ones read as their default: config
+ * NULL, created and version "?". String attributes may be fixed- or
+ * variable-length. meta->config is malloc'd. */
 int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	      struct ckpt_meta *meta);
 /* Reads only the root attributes of path. 0, or -2 with a user_error. */

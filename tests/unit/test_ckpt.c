@@ -1,5 +1,7 @@
-/* HDF5 checkpoints: bitwise round trip, strict name/shape checks, checksum
- * failures on corrupt or truncated files, listing, pruning and inspecting. */
+/* HDF5 checkpoints: bitwise round trip, the root attributes' file format,
+ * optional and required attributes and format versions, strict name/shape
+ * checks, checksum failures on corrupt or truncated files, listing, pruning
+ * and inspecting. */
 #include "ckpt.h"
 #include "config.h"
 #include "log.h"
@@ -8,6 +10,7 @@
 #include "fixtures.h"
 
 #include <dirent.h>
+#include <hdf5.h>
 #include <unistd.h>
 
 enum { N_VARS = 4, BIG = 2 }; /* vars[BIG] is the largest dataset */
@@ -135,6 +138,7 @@ static void check_round_trip(const char *dir, struct fixture *f, char *path, siz
 	EXPECT(m.config && !strcmp(m.config, f->meta.config));
 	EXPECT_STR(m.created, "2025-01-02T03:04:05Z");
 	EXPECT_STR(m.version, "0.1.0-test");
+	EXPECT(m.format_version == CKPT_FORMAT_VERSION);
 	free(m.config);
 
 	/* Order of the variables asked for does not matter: reading is by name. */
@@ -152,6 +156,142 @@ static void check_round_trip(const char *dir, struct fixture *f, char *path, siz
 	EXPECT(only.global_step == 42 && only.seed == 0xdeadbeefcafeull);
 	EXPECT(only.config && !strcmp(only.config, f->meta.config));
 	free(only.config);
+}
+
+/* The root attributes as every earlier mtrain wrote them: 9 int64 scalars
+ * and 5 fixed-length strings, nothing else. */
+static void check_attr_format(const char *path, const struct fixture *f)
+{
+	static const char *const nums[] = {"format_version", "global_step", "epoch",
+		"step_in_epoch", "batch", "seed", "world_size", "input_dim", "classes", "train_rows"};
+	const char *strs[][2] = {{"format", CKPT_FORMAT}, {"config", f->meta.config},
+		{"created", f->meta.created}, {"mtrain_version", f->meta.version}};
+	hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	EXPECT(file >= 0);
+	H5O_info_t info;
+	EXPECT(H5Oget_info_by_name(file, ".", &info, H5P_DEFAULT) >= 0 && info.num_attrs == 14);
+	for (int i = 0; i < 14; i++) {
+		int num = i < 10;
+		const char *key = num ? nums[i] : strs[i - 10][0];
+		hid_t a = H5Aopen(file, key, H5P_DEFAULT), t = H5Aget_type(a), sp = H5Aget_space(a);
+		int ok = a >= 0 && H5Sget_simple_extent_type(sp) == H5S_SCALAR;
+		if (num)
+			ok = ok && H5Tequal(t, H5T_NATIVE_INT64) > 0;
+		else
+			ok = ok && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0 &&
+			     H5Tget_size(t) == strlen(strs[i - 10][1]) + 1;
+		if (!ok)
+			fprintf(stderr, "root attribute %s: not as mtrain writes it\n", key);
+		EXPECT(ok);
+		H5Sclose(sp);
+		H5Tclose(t);
+		H5Aclose(a);
+	}
+	int64_t seed = 0;
+	hid_t a = H5Aopen(file, "seed", H5P_DEFAULT);
+	EXPECT(H5Aread(a, H5T_NATIVE_INT64, &seed) >= 0 && seed == (int64_t)f->meta.seed);
+	H5Aclose(a);
+	H5Fclose(file);
+}
+
+/* A copy of src at dir/name without root attribute key, or with it
+ * rewritten as the int64 *value: 0, or -1 when that failed. */
+static int copy_edited(const char *src, const char *dir, const char *name, const char *key,
+		       const int64_t *value, char *dst, size_t len)
+{
+	size_t n = 0;
+	unsigned char *bytes = fixture_read_file(src, &n);
+	snprintf(dst, len, "%s/%s", dir, name);
+	int rc = bytes && !fixture_write_file(dst, bytes, n) ? 0 : -1;
+	free(bytes);
+	hid_t file = rc ? -1 : H5Fopen(dst, H5F_ACC_RDWR, H5P_DEFAULT);
+	rc = file < 0 || H5Adelete(file, key) < 0 ? -1 : 0;
+	if (!rc && value) {
+		hid_t sp = H5Screate(H5S_SCALAR);
+		hid_t a = H5Acreate2(file, key, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
+		rc = a < 0 || H5Awrite(a, H5T_NATIVE_INT64, value) < 0 ? -1 : 0;
+		H5Aclose(a);
+		H5Sclose(sp);
+	}
+	if (file >= 0 && H5Fclose(file) < 0)
+		rc = -1;
+	return rc;
+}
+
+/* config, created and mtrain_version are optional: a file without them
+ * reads with NULL and "?", and inspect says so. */
+static void check_optional(const char *dir, const char *path, const struct fixture *f)
+{
+	char p[1200], q[1200];
+	EXPECT(copy_edited(path, dir, "opt1.h5", "config", NULL, p, sizeof(p)) == 0);
+	EXPECT(copy_edited(p, dir, "opt2.h5", "created", NULL, q, sizeof(q)) == 0);
+	EXPECT(copy_edited(q, dir, "opt3.h5", "mtrain_version", NULL, p, sizeof(p)) == 0);
+	struct ckpt_meta m;
+	user_error_clear();
+	EXPECT(ckpt_read_meta(p, &m) == 0);
+	EXPECT(!user_error_pending());
+	EXPECT(m.config == NULL);
+	EXPECT_STR(m.created, "?");
+	EXPECT_STR(m.version, "?");
+	EXPECT(m.global_step == 42 && m.batch == 128 && m.seed == f->meta.seed);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	EXPECT(ckpt_inspect(p, out) == 0);
+	fclose(out);
+	EXPECT(contains(text, "\nconfig          (absent)\ncreated         ?\n"
+			      "mtrain_version  ?\nname "));
+	free(text);
+
+	/* A NULL config is written as "", as before. */
+	char sub[1100];
+	snprintf(sub, sizeof(sub), "%s/nocfg", dir);
+	struct ckpt_meta nocfg = f->meta;
+	nocfg.config = NULL;
+	EXPECT(mkdir(sub, 0700) == 0 && ckpt_write(sub, f->vars, N_VARS, &nocfg) == 0);
+	ckpt_path(sub, 42, p, sizeof(p));
+	EXPECT(ckpt_read_meta(p, &m) == 0 && m.config && !strcmp(m.config, ""));
+	free(m.config);
+}
+
+/* Every number is required: a file without one is refused, naming it. */
+static void check_required(const char *dir, const char *path)
+{
+	static const char *const keys[] = {"global_step", "epoch", "step_in_epoch", "batch",
+		"seed", "world_size", "input_dim", "classes", "train_rows", "format_version"};
+	for (int i = 0; i < 10; i++) {
+		char p[1200], want[128];
+		EXPECT(copy_edited(path, dir, "req.h5", keys[i], NULL, p, sizeof(p)) == 0);
+		struct ckpt_meta m;
+		user_error_clear();
+		EXPECT(ckpt_read_meta(p, &m) == -2);
+		snprintf(want, sizeof(want), "root attribute '%s' missing or unreadable", keys[i]);
+		EXPECT(contains(user_error_text(), want));
+		EXPECT(m.config == NULL);
+	}
+	user_error_clear();
+}
+
+/* Format versions 1 to CKPT_FORMAT_VERSION read; 0 and newer ones do not. */
+static void check_versions(const char *dir, const char *path)
+{
+	const int64_t versions[3] = {CKPT_FORMAT_VERSION, CKPT_FORMAT_VERSION + 1, 0};
+	for (int i = 0; i < 3; i++) {
+		char p[1200], want[64];
+		EXPECT(copy_edited(path, dir, "ver.h5", "format_version", &versions[i], p, sizeof(p)) == 0);
+		struct ckpt_meta m;
+		user_error_clear();
+		int rc = ckpt_read_meta(p, &m);
+		snprintf(want, sizeof(want), "format version %lld;", (long long)versions[i]);
+		if (i == 0) {
+			EXPECT(rc == 0 && m.format_version == CKPT_FORMAT_VERSION);
+			free(m.config);
+			continue;
+		}
+		EXPECT(rc == -2);
+		EXPECT(contains(user_error_text(), want));
+	}
+	user_error_clear();
 }
 
 /* Shape, missing and extra mismatches: -1 and one line per variable. */
@@ -284,17 +424,26 @@ static void check_corruption(const char *dir, const char *path, const struct fix
 /* ckpt_inspect names every dataset, the metadata and the dtypes. */
 static void check_inspect(const char *path, const struct fixture *f)
 {
-	char *text = NULL;
+	char *text = NULL, want[1300];
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
 	EXPECT(ckpt_inspect(path, out) == 0);
 	fclose(out);
 	for (int i = 0; i < N_VARS; i++)
 		EXPECT(contains(text, f->vars[i].name));
-	EXPECT(contains(text, "global_step"));
 	EXPECT(contains(text, "[64,32]"));
 	EXPECT(contains(text, "float32"));
-	EXPECT(contains(text, "seed 244837814094590"));
+	snprintf(want, sizeof(want), "file            %s\nformat          mtrain-checkpoint %d\n"
+		 "global_step     42\nepoch           3\n", path, CKPT_FORMAT_VERSION);
+	EXPECT(text && !strncmp(text, want, strlen(want)));
+	EXPECT(contains(text, "\nseed            244837814094590\nworld_size      4\n"));
+	int lines = 0;
+	for (const char *c = f->meta.config; *c; c++)
+		lines += *c == '\n';
+	snprintf(want, sizeof(want), "\nconfig          %d lines\ncreated         "
+		 "2025-01-02T03:04:05Z\nmtrain_version  0.1.0-test\nname ", lines);
+	EXPECT(lines > 10 && contains(text, want));
+	EXPECT(contains(text, "\nglobal_step                                  [1]          int64    "));
 	free(text);
 }
 
@@ -377,6 +526,10 @@ int main(void)
 	struct fixture f;
 	fixture_init(&f);
 	check_round_trip(dir, &f, path, sizeof(path));
+	check_attr_format(path, &f);
+	check_optional(dir, path, &f);
+	check_required(dir, path);
+	check_versions(dir, path);
 	check_strict(path, &f);
 	check_corruption(dir, path, &f);
 	check_inspect(path, &f);
