@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mtrain.h"
+
 #define CKPT_FORMAT "mtrain-checkpoint"
 #define CKPT_FORMAT_VERSION 1
 #define CKPT_NAME_LEN 128
@@ -54,9 +56,9 @@ void ckpt_path(const char *dir, long global_step, char *buf, size_t len);
  * final name is then untouched. */
 int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 	       const struct ckpt_meta *meta);
-/* Reads path into vars by name with strict shape checks. Returns 0; -1 with a
+/* Reads path into vars by name with strict shape checks. Returns 0; RC_USER with a
  * user_error listing one line per mismatch (missing, extra unless
- * allow_extra, or differently shaped variable); -2 with a user_error when the
+ * allow_extra, or differently shaped variable); RC_CORRUPT with a user_error when the
  * file cannot be opened, fails its checksums, or holds what mtrain never
  * writes (a variable not float32 of rank 1 or 2, a name stored twice), a
  * format version above CKPT_FORMAT_VERSION, or lacks a required root
@@ -65,17 +67,17 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
  * variable-length. meta->config is malloc'd. */
 int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	      struct ckpt_meta *meta);
-/* Reads only the root attributes of path. 0, or -2 with a user_error. */
+/* Reads only the root attributes of path. 0, or RC_CORRUPT with a user_error. */
 int ckpt_read_meta(const char *path, struct ckpt_meta *meta);
 /* Checkpoint files of dir, newest first, into paths (each CKPT path). Returns
  * how many (0 when dir does not exist). */
-int ckpt_list(const char *dir, char (*paths)[1024], int max);
+int ckpt_list(const char *dir, char (*paths)[FILE_PATH_LEN], int max);
 /* Deletes all but the newest keep checkpoints of dir at or below step upto
  * (those above belong to another run and are left alone), and temporary
  * files a crashed write left. */
 void ckpt_prune(const char *dir, int keep, long upto);
 /* Reads every float32 variable of path: *vars is a malloc'd array of *n
- * entries, each data malloc'd (free with ckpt_free_vars). 0, or -2 with a
+ * entries, each data malloc'd (free with ckpt_free_vars). 0, or RC_CORRUPT with a
  * user_error when the file cannot be opened or fails its checksums. */
 int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta);
 void ckpt_free_vars(struct ckpt_var *vars, int n);

@@ -239,7 +239,7 @@ static hid_t write_dataset(hid_t file, const char *name, hid_t type, int nd,
 int dataset_write(const char *path, const uint8_t *x8, const float *xf,
 		  const int32_t *y, long n, int dim, int classes)
 {
-	char tmp[1100];
+	char tmp[FILE_PATH_LEN];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
 	quiet_hdf5();
 	hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);

@@ -4,11 +4,13 @@
 #pragma once
 #include <stdint.h>
 
+#include "mtrain.h"
+
 /* More classes than this is a mistake in the labels, not a model. */
 #define DATASET_MAX_CLASSES (1 << 20)
 
 struct dataset {
-	char path[1024];
+	char path[PATH_LEN];
 	long n_total;   /* rows in the file, e.g. 60000 */
 	long first, n;  /* rows held here: [first, first + n) */
 	int dim;        /* D, e.g. 784 */

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "check.h"
 #include "log.h"
+#include "options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,20 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum opt_type { T_STR, T_INT, T_LONG, T_FLOAT, T_U64, T_BOOL, T_ENUM, T_LIST };
-
-struct option_def {
-	const char *name; /* flag without "--", and config key */
-	enum opt_type type;
-	size_t offset;
-	double min, max;          /* numeric range, inclusive */
-	const char *const *names; /* T_ENUM: the kind's names (kinds.h) */
-	const char *unset;        /* T_FLOAT: the word for "unset" (stored as -1),
-				   * e.g. "default" */
-	unsigned flags;           /* OPT_* */
-	const char *help;
-};
-
 #define OFF(f) offsetof(struct config, f)
 #define OPT(n, t, f, lo, hi, fl, h) {n, t, OFF(f), lo, hi, NULL, NULL, fl, h}
 #define OPT_ENUM(n, f, list, fl, h) {n, T_ENUM, OFF(f), 0, 0, list, NULL, fl, h}
@@ -33,7 +20,7 @@ struct option_def {
  * (where files are, how long to run, how to log, on what to compute); the
  * others are named in a warning when they differ from the checkpoint's. */
 #define M OPT_MAY_CHANGE
-static const struct option_def options[] = {
+const struct option_def options[] = {
 	OPT("data", T_STR, data, 0, 0, M, "training set: HDF5 with x [N,D] and y [N] (default: Fashion-MNIST, imported on first use)"),
 	OPT("eval-data", T_STR, eval_data, 0, 0, M, "evaluation set, same layout; 'none' for no evaluation"),
 	OPT("layers", T_LIST, hidden, 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
@@ -72,6 +59,7 @@ static const struct option_def options[] = {
 };
 #undef M
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+const size_t n_options = N_OPTIONS;
 
 void config_defaults(struct config *cfg)
 {
@@ -105,14 +93,6 @@ void config_defaults(struct config *cfg)
 	cfg->comm_timeout = 300.0f;
 }
 
-void config_hidden_text(const struct config *cfg, char *buf, size_t len)
-{
-	size_t used = 0;
-	buf[0] = 0;
-	for (int i = 0; i < cfg->n_hidden && used < len; i++)
-		used += snprintf(buf + used, len - used, "%s%d", i ? "," : "", cfg->hidden[i]);
-}
-
 /* Edit distance, for "did you mean". */
 static int edit_distance(const char *a, const char *b)
 {
@@ -133,9 +113,9 @@ static int edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-static const struct option_def *find_option(const char *name)
+const struct option_def *config_find_option(const char *name)
 {
-	for (size_t i = 0; i < N_OPTIONS; i++)
+	for (size_t i = 0; i < n_options; i++)
 		if (!strcmp(options[i].name, name))
 			return &options[i];
 	return NULL;
@@ -161,7 +141,7 @@ static const char *closest_option(const char *name)
 			best = aliases[i][1];
 		}
 	}
-	for (size_t i = 0; i < N_OPTIONS; i++) {
+	for (size_t i = 0; i < n_options; i++) {
 		int d = edit_distance(name, options[i].name);
 		if (d < best_d) {
 			best_d = d;
@@ -315,7 +295,7 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 				*k = '-';
 		char loc[PATH_LEN + 128];
 		snprintf(loc, sizeof(loc), "%s:%d: ", where, lineno);
-		const struct option_def *o = find_option(key);
+		const struct option_def *o = config_find_option(key);
 		if (o && !strcmp(key, "config"))
 			return user_error("%sa config file cannot name another (config = ...)", loc);
 		if (!o)
@@ -383,7 +363,7 @@ int config_parse_args(struct config *cfg, int argc, char **argv, int *help, int 
 		const char *eq = strchr(a, '=');
 		size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
 		snprintf(name, sizeof(name), "%.*s", (int)(len < 127 ? len : 127), a + 2);
-		const struct option_def *o = find_option(name);
+		const struct option_def *o = config_find_option(name);
 		if (!o)
 			return unknown_option("", "--", name);
 		const char *val = eq ? eq + 1 : NULL;
@@ -418,115 +398,4 @@ int config_validate(const struct config *cfg)
 	if (cfg->lr <= 0.0f)
 		return user_error("--lr: must be above 0");
 	return 0;
-}
-
-static void write_value(const struct config *cfg, const struct option_def *o, FILE *f)
-{
-	const char *base = (const char *)cfg + o->offset;
-	char buf[256];
-	switch (o->type) {
-	case T_STR: fputs(base, f); break;
-	case T_BOOL: fputs(*(const int *)base ? "on" : "off", f); break;
-	case T_ENUM: fputs(kind_name(o->names, *(const int *)base), f); break;
-	case T_LIST: config_hidden_text(cfg, buf, sizeof(buf)); fputs(buf, f); break;
-	case T_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)base); break;
-	case T_INT: fprintf(f, "%d", *(const int *)base); break;
-	case T_LONG: fprintf(f, "%ld", *(const long *)base); break;
-	case T_FLOAT:
-		if (o->unset && *(const float *)base < 0.0f)
-			fputs(o->unset, f);
-		else
-			fprintf(f, "%.9g", *(const float *)base);
-		break;
-	}
-}
-
-void config_write(const struct config *cfg, FILE *f)
-{
-	for (size_t i = 0; i < N_OPTIONS; i++) {
-		if (options[i].flags & OPT_NOT_STORED)
-			continue;
-		fprintf(f, "%s = ", options[i].name);
-		write_value(cfg, &options[i], f);
-		fputc('\n', f);
-	}
-}
-
-char *config_to_text(const struct config *cfg)
-{
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	ALLOC_CHECK(f);
-	config_write(cfg, f);
-	fclose(f);
-	return text;
-}
-
-/* The next line of *p (advancing it), without its newline, into buf. */
-static int next_line(const char **p, char *buf, size_t len)
-{
-	if (!**p)
-		return 0;
-	size_t n = strcspn(*p, "\n");
-	snprintf(buf, len, "%.*s", (int)n, *p);
-	*p += n + ((*p)[n] == '\n');
-	return 1;
-}
-
-/* Whether the option of line ("key = value") has a flag of mask. */
-static int line_flagged(const char *line, unsigned mask)
-{
-	char key[64];
-	snprintf(key, sizeof(key), "%.*s", (int)strcspn(line, " ="), line);
-	const struct option_def *o = find_option(key);
-	return o && (o->flags & mask);
-}
-
-int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char *line_b,
-		size_t len)
-{
-	for (;;) {
-		int more_a = next_line(&a, line_a, len), more_b = next_line(&b, line_b, len);
-		if (!more_a && !more_b)
-			return 0;
-		if (!more_a || !more_b || strcmp(line_a, line_b)) {
-			if (more_a && more_b && line_flagged(line_a, skip) &&
-			    line_flagged(line_b, skip))
-				continue;
-			if (!more_a)
-				snprintf(line_a, len, "(nothing)");
-			if (!more_b)
-				snprintf(line_b, len, "(nothing)");
-			return 1;
-		}
-	}
-}
-
-void config_print_help(FILE *f)
-{
-	struct config def;
-	config_defaults(&def);
-	for (size_t i = 0; i < N_OPTIONS; i++) {
-		const struct option_def *o = &options[i];
-		char flag[64], unset[32] = "", list[128];
-		int has_unset = o->type == T_FLOAT && o->unset;
-		if (has_unset)
-			snprintf(unset, sizeof(unset), "X|%s", o->unset);
-		const char *meta = o->type == T_ENUM ? kind_choices(o->names, list, sizeof(list))
-				   : o->type == T_STR ? "PATH"
-				   : o->type == T_BOOL ? "on|off"
-				   : o->type == T_LIST ? "W,W,..."
-				   : has_unset ? unset
-				   : o->type == T_FLOAT ? "X" : "N";
-		snprintf(flag, sizeof(flag), "--%s %s", o->name, meta);
-		fprintf(f, "  %-34s %s", flag, o->help);
-		/* An option with an "unset" word says its defaults in its help. */
-		if (!has_unset && (o->type != T_STR || ((const char *)&def + o->offset)[0])) {
-			fputs(" [default: ", f);
-			write_value(&def, o, f);
-			fputc(']', f);
-		}
-		fputc('\n', f);
-	}
 }

@@ -63,7 +63,7 @@ int state_save(struct state *s, struct ckpt_meta *meta, const char *dir, int kee
 		failed = ckpt_write(dir, s->vars, s->n_vars, meta) != 0;
 	}
 	if (c->rank == 0 && !failed) {
-		char path[PATH_LEN], json[JSON_PATH_LEN];
+		char path[FILE_PATH_LEN], json[JSON_PATH_LEN];
 		ckpt_path(dir, meta->global_step, path, sizeof(path));
 		log_info("checkpoint %s step %ld", path, meta->global_step);
 		metrics_write("{\"event\":\"checkpoint\",\"step\":%ld,\"path\":\"%s\"}",
@@ -92,7 +92,7 @@ void state_send(struct state *s, struct comm *c)
  * auto would take them: say so. */
 static void warn_newer_checkpoints(const char *dir, long start)
 {
-	char (*paths)[PATH_LEN] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
+	char (*paths)[FILE_PATH_LEN] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
 	long newest = -1;
 	int n = ckpt_list(dir, paths, CKPT_MAX_FILES);
 	if (n > 0)
@@ -115,13 +115,13 @@ static void find_checkpoint(struct state *s, const struct config *cfg, struct ck
 			snprintf(used, len, "%s", cfg->resume);
 		return;
 	}
-	char (*paths)[PATH_LEN] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
+	char (*paths)[FILE_PATH_LEN] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
 	int n = ckpt_list(cfg->ckpt_dir, paths, CKPT_MAX_FILES);
 	for (int i = 0; i < n && !used[0]; i++) {
 		int rc = state_read(s, paths[i], 0, m);
 		if (rc == 0)
 			snprintf(used, len, "%s", paths[i]);
-		else if (rc == -2) {
+		else if (rc == RC_CORRUPT) {
 			log_warn("skipping checkpoint: %s", user_error_text());
 			user_error_clear();
 		} else
@@ -164,7 +164,7 @@ int state_resume(struct state *s, const struct resume_run *run, struct position 
 	struct ckpt_meta m;
 	memset(&m, 0, sizeof(m));
 	memset(at, 0, sizeof(*at));
-	char used[PATH_LEN] = "";
+	char used[FILE_PATH_LEN] = "";
 	if (c->rank == 0) {
 		find_checkpoint(s, run->cfg, &m, used, sizeof(used));
 		if (used[0])

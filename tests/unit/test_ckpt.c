@@ -465,7 +465,7 @@ static void check_list_prune(const char *root, struct fixture *f)
 	snprintf(path, sizeof(path), "%s/ckpt-00000007.h5.tmp", dir);
 	EXPECT(fixture_write_file(path, "x", 1) == 0);
 
-	char paths[8][1024];
+	char paths[8][FILE_PATH_LEN];
 	EXPECT(ckpt_list(dir, paths, 8) == 3);
 	const char *want[3] = {"ckpt-00000300.h5", "ckpt-00000040.h5", "ckpt-00000005.h5"};
 	for (int i = 0; i < 3; i++) {
