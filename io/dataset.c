@@ -15,34 +15,62 @@
 /* Errors in user files are reported by us in one line, not by HDF5's stack. */
 static void quiet_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
+/* One of a data file's datasets, open. */
+struct h5ds {
+	hid_t ds, space, type;
+	hsize_t dims[2]; /* e.g. {60000, 784} */
+};
+
+static void ds_close(struct h5ds *h)
+{
+	H5Tclose(h->type);
+	H5Sclose(h->space);
+	H5Dclose(h->ds);
+}
+
+/* Opens dataset name of d's file, which must have nd dimensions: 0, or -1
+ * with a user error naming what it should hold (e.g. "inputs", "[N, D]")
+ * and nothing left open. */
+static int ds_open(const struct dataset *d, hid_t file, const char *name, int nd,
+		   const char *what, const char *shape, struct h5ds *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
+		return user_error("%s: no dataset '%s' (expected %s %s)", d->path, name, what, shape);
+	h->ds = H5Dopen2(file, name, H5P_DEFAULT);
+	h->space = H5Dget_space(h->ds);
+	h->type = H5Dget_type(h->ds);
+	int have = H5Sget_simple_extent_ndims(h->space);
+	if (have == nd) {
+		H5Sget_simple_extent_dims(h->space, h->dims, NULL);
+		return 0;
+	}
+	user_error("%s: dataset '%s' has %d dimensions; expected %d (%s)", d->path, name, have, nd,
+		   shape);
+	ds_close(h);
+	return -1;
+}
+
 static int read_labels(struct dataset *d, hid_t file, long n_x)
 {
 	const char *p = d->path;
-	if (H5Lexists(file, "y", H5P_DEFAULT) <= 0)
-		return user_error("%s: no dataset 'y' (expected class ids [N])", p);
-	hid_t ds = H5Dopen2(file, "y", H5P_DEFAULT);
-	hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+	struct h5ds h;
+	if (ds_open(d, file, "y", 1, "class ids", "[N]", &h))
+		return -1;
 	int rc = -1;
-	hsize_t dims[2] = {0, 0};
-	int nd = H5Sget_simple_extent_ndims(space);
-	if (nd != 1) {
-		user_error("%s: dataset 'y' has %d dimensions; expected 1 ([N])", p, nd);
+	if ((long)h.dims[0] != n_x) {
+		user_error("%s: 'y' has %llu rows but 'x' has %ld", p, (unsigned long long)h.dims[0], n_x);
 		goto out;
 	}
-	H5Sget_simple_extent_dims(space, dims, NULL);
-	if ((long)dims[0] != n_x) {
-		user_error("%s: 'y' has %llu rows but 'x' has %ld", p, (unsigned long long)dims[0], n_x);
-		goto out;
-	}
-	if (H5Tget_class(type) != H5T_INTEGER) {
+	if (H5Tget_class(h.type) != H5T_INTEGER) {
 		user_error("%s: dataset 'y' is not integer; expected class ids", p);
 		goto out;
 	}
 	hsize_t start = (hsize_t)d->first, count = (hsize_t)d->n;
-	H5_CHECK(H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, NULL, &count, NULL));
+	H5_CHECK(H5Sselect_hyperslab(h.space, H5S_SELECT_SET, &start, NULL, &count, NULL));
 	hid_t mem = H5Screate_simple(1, &count, NULL);
 	d->y = xmalloc(sizeof(int32_t) * (size_t)(d->n ? d->n : 1));
-	herr_t r = d->n ? H5Dread(ds, H5T_NATIVE_INT32, mem, space, H5P_DEFAULT, d->y) : 0;
+	herr_t r = d->n ? H5Dread(h.ds, H5T_NATIVE_INT32, mem, h.space, H5P_DEFAULT, d->y) : 0;
 	H5Sclose(mem);
 	if (r < 0) {
 		user_error("%s: cannot read 'y' (corrupt file or values beyond int32)", p);
@@ -63,8 +91,8 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 		goto out;
 	}
 	d->classes = (int)ymax + 1;
-	if (H5Aexists(ds, "num_classes") > 0) {
-		hid_t a = H5Aopen(ds, "num_classes", H5P_DEFAULT);
+	if (H5Aexists(h.ds, "num_classes") > 0) {
+		hid_t a = H5Aopen(h.ds, "num_classes", H5P_DEFAULT);
 		int nc = 0;
 		herr_t ar = H5Aread(a, H5T_NATIVE_INT, &nc);
 		H5Aclose(a);
@@ -81,55 +109,45 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 	}
 	rc = 0;
 out:
-	H5Tclose(type);
-	H5Sclose(space);
-	H5Dclose(ds);
+	ds_close(&h);
 	return rc;
 }
 
 static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 {
 	const char *p = d->path;
-	if (H5Lexists(file, "x", H5P_DEFAULT) <= 0)
-		return user_error("%s: no dataset 'x' (expected inputs [N, D])", p);
-	hid_t ds = H5Dopen2(file, "x", H5P_DEFAULT);
-	hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+	struct h5ds h;
+	if (ds_open(d, file, "x", 2, "inputs", "[N, D]", &h))
+		return -1;
 	int rc = -1;
-	hsize_t dims[2] = {0, 0};
-	int nd = H5Sget_simple_extent_ndims(space);
-	if (nd != 2) {
-		user_error("%s: dataset 'x' has %d dimensions; expected 2 ([N, D])", p, nd);
-		goto out;
-	}
-	H5Sget_simple_extent_dims(space, dims, NULL);
-	if (dims[0] < 1 || dims[1] < 1) {
+	if (h.dims[0] < 1 || h.dims[1] < 1) {
 		user_error("%s: dataset 'x' is empty", p);
 		goto out;
 	}
-	int is_u8 = H5Tget_class(type) == H5T_INTEGER && H5Tget_size(type) == 1 &&
-		    H5Tget_sign(type) == H5T_SGN_NONE;
-	int is_f32 = H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) == 4;
+	int is_u8 = H5Tget_class(h.type) == H5T_INTEGER && H5Tget_size(h.type) == 1 &&
+		    H5Tget_sign(h.type) == H5T_SGN_NONE;
+	int is_f32 = H5Tget_class(h.type) == H5T_FLOAT && H5Tget_size(h.type) == 4;
 	if (!is_u8 && !is_f32) {
 		user_error("%s: dataset 'x' has %s of %zu bytes; expected float32 or uint8", p,
-			   H5Tget_class(type) == H5T_FLOAT ? "floats" : "integers", H5Tget_size(type));
+			   H5Tget_class(h.type) == H5T_FLOAT ? "floats" : "integers", H5Tget_size(h.type));
 		goto out;
 	}
-	d->n_total = (long)dims[0];
-	d->dim = (int)dims[1];
+	d->n_total = (long)h.dims[0];
+	d->dim = (int)h.dims[1];
 	d->first = d->n_total * part / parts;
 	d->n = d->n_total * (part + 1) / parts - d->first;
-	hsize_t start[2] = {(hsize_t)d->first, 0}, count[2] = {(hsize_t)d->n, dims[1]};
+	hsize_t start[2] = {(hsize_t)d->first, 0}, count[2] = {(hsize_t)d->n, h.dims[1]};
 	size_t cells = (size_t)d->n * (size_t)d->dim;
 	herr_t r = 0;
 	if (d->n) {
-		H5_CHECK(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL));
+		H5_CHECK(H5Sselect_hyperslab(h.space, H5S_SELECT_SET, start, NULL, count, NULL));
 		hid_t mem = H5Screate_simple(2, count, NULL);
 		if (is_u8) {
 			d->x8 = xmalloc(cells);
-			r = H5Dread(ds, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, d->x8);
+			r = H5Dread(h.ds, H5T_NATIVE_UINT8, mem, h.space, H5P_DEFAULT, d->x8);
 		} else {
 			d->xf = xmalloc(cells * sizeof(float));
-			r = H5Dread(ds, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, d->xf);
+			r = H5Dread(h.ds, H5T_NATIVE_FLOAT, mem, h.space, H5P_DEFAULT, d->xf);
 		}
 		H5Sclose(mem);
 	}
@@ -146,9 +164,7 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 		}
 	rc = 0;
 out:
-	H5Tclose(type);
-	H5Sclose(space);
-	H5Dclose(ds);
+	ds_close(&h);
 	return rc;
 }
 

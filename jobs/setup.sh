@@ -6,6 +6,8 @@
 #                            Slurm and munge (the Slurm test starts its own),
 #                            python3 (to parse the metrics file as JSON)
 #   MTRAIN_WERROR=ON jobs/setup.sh   warnings as errors (CI)
+#   MTRAIN_SANITIZE=ON jobs/setup.sh ASan + UBSan build (CPU only) into
+#                                    ./build-asan instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,5 +29,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DMTRAIN_WERROR="${MTRAIN_WERROR:-OFF}" >/dev/null
-cmake --build build -j "$(nproc)"
+build=build type=Release
+if [ "${MTRAIN_SANITIZE:-OFF}" = ON ]; then
+	build=build-asan type=RelWithDebInfo # line numbers in the reports
+fi
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=$type -DMTRAIN_WERROR="${MTRAIN_WERROR:-OFF}" \
+	-DMTRAIN_SANITIZE="${MTRAIN_SANITIZE:-OFF}" >/dev/null
+cmake --build "$build" -j "$(nproc)"
