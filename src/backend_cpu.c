@@ -27,16 +27,16 @@ static void cpu_copy(const struct backend *be, void *dst, const void *src, size_
 		memmove(dst, src, bytes);
 }
 
-static void cpu_matmul(const struct backend *be, float *c, const float *a, const float *b, int m, int n,
-		       int k, int ta, int tb, float beta)
+static void cpu_matmul(const struct backend *be, float *c, const float *a, const float *b,
+		       int m, int n, int k, int ta, int tb, float beta)
 {
 	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 		    tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
 		    ta ? m : k, b, tb ? k : n, beta, c, n);
 }
 
-static void cpu_bias_act(const struct backend *be, float *a, float *z, const float *bias, int rows,
-			 int cols, enum act_kind act)
+static void cpu_bias_act(const struct backend *be, float *a, float *z, const float *bias,
+			 int rows, int cols, enum act_kind act)
 {
 	for (int r = 0; r < rows; r++) {
 		float *zr = z + (size_t)r * cols;
@@ -66,7 +66,8 @@ static void cpu_act_backward(const struct backend *be, float *dz, const float *d
 		dz[i] = act_bwd(act, z[i], da[i]);
 }
 
-static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows, int cols)
+static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
+			  int cols)
 {
 	memset(dbias, 0, sizeof(float) * (size_t)cols);
 	for (int r = 0; r < rows; r++) {
@@ -91,8 +92,8 @@ static void cpu_xent(const struct backend *be, float *dlogits, float *stats, con
 	stats[1] += (float)correct;
 }
 
-static void cpu_optim_update(const struct backend *be, float *w, const float *g, float *s1, float *s2,
-			     size_t n, const struct optim_hp *h)
+static void cpu_optim_update(const struct backend *be, float *w, const float *g, float *s1,
+			     float *s2, size_t n, const struct optim_hp *h)
 {
 	/* One loop per kind, the kind a constant in each: the switch inside
 	 * optim_elem folds away and the loop vectorizes (6x faster than one
@@ -111,7 +112,8 @@ static void cpu_optim_update(const struct backend *be, float *w, const float *g,
 #undef OPTIM_LOOP
 }
 
-static void cpu_ema_update(const struct backend *be, float *shadow, const float *w, size_t n, float decay)
+static void cpu_ema_update(const struct backend *be, float *shadow, const float *w, size_t n,
+			   float decay)
 {
 	for (size_t i = 0; i < n; i++)
 		shadow[i] = ema_step(shadow[i], w[i], decay);
@@ -122,7 +124,10 @@ static void cpu_synchronize(const struct backend *be) {}
 static void *cpu_stream(const struct backend *be) { return NULL; }
 
 /* bf16 products are a GPU feature: the CPU computes in fp32 only. */
-static int cpu_set_precision(const struct backend *be, enum precision p) { return p == PRECISION_FP32 ? 0 : -1; }
+static int cpu_set_precision(const struct backend *be, enum precision p)
+{
+	return p == PRECISION_FP32 ? 0 : -1;
+}
 
 static int cpu_device_id(const struct backend *be, char *buf, int len) { return -1; }
 

@@ -2,6 +2,7 @@
 #include "eval.h"
 #include "check.h"
 #include "ckpt.h"
+#include "kinds.h"
 #include "log.h"
 #include "state.h"
 
@@ -114,9 +115,13 @@ static void eval_print(struct evaluator *ev, struct model *m, const char *ckpt,
 int eval_main(const char *ckpt, const char *eval_data, const char *which, int device,
 	      struct comm *c)
 {
-	int want_raw = strcmp(which, "ema") != 0, want_ema = strcmp(which, "raw") != 0;
-	if (strcmp(which, "raw") && strcmp(which, "ema") && strcmp(which, "both"))
-		user_error("--weights: '%s' is not one of raw|ema|both", which);
+	/* Which weights: raw, ema or both (bit 0 raw, bit 1 ema, + 1). */
+	static const char *const weights[] = {"raw", "ema", "both", NULL};
+	char list[32];
+	int want = kind_parse(weights, which) + 1;
+	if (!want)
+		user_error("--weights: '%s' is not one of %s", which,
+			   kind_choices(weights, list, sizeof(list)));
 	struct config cfg;
 	int dims[2];
 	if (comm_user_errors(c) || eval_config(ckpt, eval_data, device, c, &cfg, dims))
@@ -143,11 +148,11 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 			free(m.config);
 		if (!comm_user_errors(c)) {
 			state_send(&state, c);
-			if (want_raw)
-				eval_print(&ev, &model, ckpt, "raw", c);
+			if (want & 1)
+				eval_print(&ev, &model, ckpt, weights[0], c);
 			ema_swap(&ema, &model.w);
-			if (want_ema)
-				eval_print(&ev, &model, ckpt, "ema", c);
+			if (want & 2)
+				eval_print(&ev, &model, ckpt, weights[1], c);
 			ema_swap(&ema, &model.w);
 			status = EXIT_OK;
 		}
