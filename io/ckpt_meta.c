@@ -113,14 +113,18 @@ int ckpt_meta_read(hid_t file, const char *path, struct ckpt_meta *m)
 	int64_t version;
 	if (h5attr_get_i64(file, "format_version", &version))
 		return user_error("%s: root attribute '%s' missing or unreadable", path, "format_version");
-	if (version < 1 || version > CKPT_FORMAT_VERSION)
-		return user_error("%s: format version %lld; this mtrain reads versions 1 to %d", path,
-				  (long long)version, CKPT_FORMAT_VERSION);
-	m->format_version = (int)version;
+	/* A missing field is named before a version this mtrain does not read,
+	 * judged by the newest version it knows. */
+	int64_t known = version < CKPT_FORMAT_VERSION ? version : CKPT_FORMAT_VERSION;
 	for (size_t i = 0; i < N_FIELDS; i++)
-		if (field_get(file, &fields[i], m) && fields[i].required && fields[i].since <= version)
+		if (field_get(file, &fields[i], m) && fields[i].required && fields[i].since <= known)
 			return user_error("%s: root attribute '%s' missing or unreadable", path,
 					  fields[i].key);
+	if (version < 1 || version > CKPT_FORMAT_VERSION)
+		return user_error("%s: format version %lld; this mtrain reads version%s %s%d", path,
+				  (long long)version, CKPT_FORMAT_VERSION > 1 ? "s" : "",
+				  CKPT_FORMAT_VERSION > 1 ? "1 to " : "", CKPT_FORMAT_VERSION);
+	m->format_version = (int)version;
 	return 0;
 }
 

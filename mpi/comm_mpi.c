@@ -130,6 +130,7 @@ static void mpi_release(struct comm *c)
 {
 	free(c->impl);
 	c->impl = NULL;
+	c->ops = NULL;
 }
 
 static const struct comm_ops mpi_ops = {

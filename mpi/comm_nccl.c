@@ -150,7 +150,8 @@ int comm_attach_device(struct comm *c, const struct backend *be)
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	config.blocking = 0;
 	NCCL_CHECK(ncclCommInitRankConfig(&s->comm, c->size, id, c->rank, &config));
-	c->ops->release(c); /* the MPI data plane's state */
+	if (c->ops)
+		c->ops->release(c); /* the MPI data plane's state */
 	c->impl = s;
 	settle(c, s, "communicator start-up");
 	CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));

@@ -74,10 +74,10 @@ static int eval_config(const char *ckpt, const char *eval_data, int device, stru
 	if (comm_user_errors(c))
 		return -1;
 	comm_bcast_host(c, cfg, sizeof(*cfg), 0);
+	c->timeout = cfg->comm_timeout;
 	dims[0] = m.input_dim;
 	dims[1] = m.classes;
 	comm_bcast_host(c, dims, 2 * sizeof(int), 0);
-	c->timeout = cfg->comm_timeout;
 	cfg->device = device;
 	cfg->precision = PRECISION_FP32; /* evaluate exactly, wherever it trained */
 	if (eval_data)

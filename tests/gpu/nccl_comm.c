@@ -62,8 +62,18 @@ int main(int argc, char **argv)
 	be->free(be, d);
 	be->free(be, out);
 	be->free_host(be, h);
+	/* Back to the MPI data plane (before the stream NCCL ordered itself
+	 * against is gone), then the backend closed: the MPI plane must serve
+	 * again, and the agreement below runs on it. */
+	comm_detach_device(&c);
+	EXPECT(!strcmp(c.ops->name, "mpi"));
+	backend_close(be);
 	int status = unit_done("nccl_comm");
 	int any_bad = comm_any(&c, status != 0);
+	float sum = 1.0f;
+	c.ops->allreduce_start(&c, &sum, 1);
+	c.ops->allreduce_wait(&c);
+	any_bad |= sum != (float)c.size;
 	comm_finalize(&c);
 	return any_bad;
 }
