@@ -7,7 +7,7 @@ MTRAIN=$MTRAIN_BUILD/mtrain
 MKDATA=$MTRAIN_BUILD/tests/mkdata
 CMP=$MTRAIN_BUILD/tests/ckpt_compare
 MPIRUN=${MPIRUN:-mpirun}
-WORK=$(mktemp -d /tmp/mtrain-test.XXXXXX)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtrain-test.XXXXXX")
 # Background jobs (a signalled mpirun) never outlive the test.
 trap 'jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 cd "$WORK"
