@@ -82,5 +82,8 @@ void ckpt_prune(const char *dir, int keep, long upto);
 int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta);
 void ckpt_free_vars(struct ckpt_var *vars, int n);
 /* Prints meta and one line per variable (name, shape, dtype, FNV-1a 64
- * checksum of the bytes, min, max, mean). 0 or -1 (user_error). */
-int ckpt_inspect(const char *path, FILE *out);
+ * checksum of the bytes, min, max, mean), or with json the same facts as
+ * one JSON object ({"file", "format", the root attributes, "variables":
+ * [{"name", "shape", "dtype", "fnv1a64", "min", "max", "mean"}]}).
+ * 0 or -1 (user_error). */
+int ckpt_inspect(const char *path, int json, FILE *out);

@@ -15,3 +15,6 @@ int ckpt_meta_write(hid_t file, const struct ckpt_meta *m);
 int ckpt_meta_read(hid_t file, const char *path, struct ckpt_meta *m);
 /* The file, its format and one "key  value" line per field. */
 void ckpt_meta_print(FILE *out, const char *path, const struct ckpt_meta *m);
+/* The same as JSON members ("file": ..., "format": ..., one per field;
+ * strings escaped, an absent one null), each followed by a comma. */
+void ckpt_meta_print_json(FILE *out, const char *path, const struct ckpt_meta *m);

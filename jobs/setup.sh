@@ -4,7 +4,11 @@
 #   jobs/setup.sh            release build
 #   jobs/setup.sh --tests    also what the tests use: HDF5's tools (h5diff),
 #                            Slurm and munge (the Slurm test starts its own),
-#                            python3 (to parse the metrics file as JSON)
+#                            python3 (to parse the metrics file as JSON),
+#                            gnuplot (jobs/plot.sh), and a Python venv in
+#                            the build folder (py/) that sees Debian's torch
+#                            and h5py and has safetensors and tensorboard
+#                            from PyPI (the export and TensorBoard tests)
 #   MTRAIN_WERROR=ON jobs/setup.sh   warnings as errors (CI)
 #   MTRAIN_SANITIZE=ON jobs/setup.sh ASan + UBSan build (CPU only) into
 #                                    ./build-asan instead
@@ -13,7 +17,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-dev
 	libopenblas-dev zlib1g-dev dataset-fashion-mnist)
-[ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge python3)
+[ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge python3 python3-venv
+	python3-numpy python3-h5py python3-torch gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,3 +41,14 @@ fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=$type -DMTRAIN_WERROR="${MTRAIN_WERROR:-OFF}" \
 	-DMTRAIN_SANITIZE="${MTRAIN_SANITIZE:-OFF}" >/dev/null
 cmake --build "$build" -j "$(nproc)"
+
+# The tests' Python: Debian's python3 (torch and h5py are its packages),
+# with safetensors and tensorboard from PyPI. Without PyPI the tests that
+# need them report skipped, saying which module is missing.
+if [ "${1:-}" = --tests ]; then
+	py=$build/py/bin/python
+	[ -x "$py" ] || /usr/bin/python3 -m venv --system-site-packages "$build/py"
+	"$py" -c 'import safetensors, tensorboard' 2>/dev/null ||
+		"$py" -m pip install -q --disable-pip-version-check safetensors tensorboard ||
+		echo "setup: warning: pip could not install safetensors and tensorboard" >&2
+fi

@@ -62,6 +62,9 @@ void comm_allgather_host(struct comm *c, const void *mine, void *all, size_t byt
 /* bytes of buf on root copied to every rank, host memory. */
 void comm_bcast_host(struct comm *c, void *buf, size_t bytes, int root);
 void comm_barrier(struct comm *c);
+/* Rank root gets every rank's text, concatenated in rank order (malloc'd);
+ * the others NULL. Up to 2 GB in all. */
+char *comm_gather_text(struct comm *c, const char *mine, int root);
 /* Aborts every rank with the given exit status. Never returns. */
 _Noreturn void comm_abort(struct comm *c, int status);
 

@@ -4,6 +4,7 @@
 #include "check.h"
 #include "log.h"
 #include "params.h"
+#include "timeline.h"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -78,6 +79,7 @@ static void unguard(void) { atomic_store(&g_dog.deadline_ms, 0); }
 
 static void mpi_allreduce(struct comm *c, float *buf, size_t n)
 {
+	timeline_begin("allreduce");
 	guard(c, "all-reduce of gradients");
 	for (size_t off = 0; off < n; off += MPI_CHUNK) {
 		size_t len = n - off < MPI_CHUNK ? n - off : MPI_CHUNK;
@@ -85,6 +87,7 @@ static void mpi_allreduce(struct comm *c, float *buf, size_t n)
 					MPI_SUM, MPI_COMM_WORLD));
 	}
 	unguard();
+	timeline_end();
 }
 
 /* The MPI data plane's state (c->impl): buckets merged so far, reduced in
@@ -254,4 +257,29 @@ int comm_user_errors(struct comm *c)
 		log_error_line(first > 0, "%s", user_error_text());
 	}
 	return 1;
+}
+
+char *comm_gather_text(struct comm *c, const char *mine, int root)
+{
+	int len = (int)strlen(mine), *lens = NULL, *displs = NULL;
+	char *all = NULL;
+	if (c->rank == root)
+		lens = xcalloc((size_t)c->size, sizeof(int));
+	guard(c, "gather");
+	MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, root, MPI_COMM_WORLD));
+	if (c->rank == root) {
+		displs = xcalloc((size_t)c->size, sizeof(int));
+		size_t total = 0;
+		for (int r = 0; r < c->size; r++) {
+			displs[r] = (int)total;
+			total += (size_t)lens[r];
+		}
+		all = xcalloc(total + 1, 1);
+	}
+	MPI_CHECK(MPI_Gatherv(mine, len, MPI_CHAR, all, lens, displs, MPI_CHAR, root,
+			      MPI_COMM_WORLD));
+	unguard();
+	free(lens);
+	free(displs);
+	return all;
 }

@@ -14,8 +14,8 @@
 #include <string.h>
 
 #define OFF(f) offsetof(struct config, f)
-#define OPT(n, t, f, lo, hi, fl, h) {n, t, OFF(f), lo, hi, NULL, NULL, fl, h}
-#define OPT_ENUM(n, f, list, fl, h) {n, T_ENUM, OFF(f), 0, 0, list, NULL, fl, h}
+#define OPT(n, t, f, lo, hi, fl, h) {n, t, OFF(f), lo, hi, NULL, NULL, fl, h, NULL}
+#define OPT_ENUM(n, f, list, fl, h) {n, T_ENUM, OFF(f), 0, 0, list, NULL, fl, h, NULL}
 /* The "may change" column: M, a resumed run may change it without a word
  * (where files are, how long to run, how to log, on what to compute); the
  * others are named in a warning when they differ from the checkpoint's. */
@@ -32,7 +32,7 @@ const struct option_def options[] = {
 	OPT("beta1", T_FLOAT, beta1, 0, 0.999999, 0, "Adam first-moment decay"),
 	OPT("beta2", T_FLOAT, beta2, 0, 0.999999, 0, "Adam second-moment decay"),
 	OPT("eps", T_FLOAT, eps, 0, 1, 0, "Adam epsilon"),
-	{"weight-decay", T_FLOAT, OFF(weight_decay), 0, 10, NULL, "default", 0, "weight decay: L2 for sgd/momentum/adam, decoupled for adamw (default 0; 0.01 for adamw)"},
+	{"weight-decay", T_FLOAT, OFF(weight_decay), 0, 10, NULL, "default", 0, "weight decay: L2 for sgd/momentum/adam, decoupled for adamw (default 0; 0.01 for adamw)", NULL},
 	OPT_ENUM("schedule", schedule, schedule_names, 0, "learning-rate schedule after warm-up"),
 	OPT("warmup", T_LONG, warmup, 0, 1e12, 0, "linear warm-up steps"),
 	OPT("lr-min", T_FLOAT, lr_min, 0, 100, 0, "cosine schedule floor"),
@@ -55,6 +55,9 @@ const struct option_def options[] = {
 	OPT_ENUM("device", device, device_names, M, "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"),
 	OPT_ENUM("precision", precision, precision_names, M, "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"),
 	OPT("comm-timeout", T_FLOAT, comm_timeout, 1, 86400, M, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"),
+	OPT("tensorboard", T_STR, tensorboard, 0, 0, M, "write TensorBoard scalars to an event file in this folder (rank 0)"),
+	OPT("timeline", T_STR, timeline, 0, 0, M, "write a Chrome trace of every rank's phases to this file (Perfetto, chrome://tracing)"),
+	{"timeline-steps", T_STR, OFF(timeline_steps), 0, 0, NULL, NULL, M, "the steps the timeline records, as progress lines count them (default: all)", "A:B"},
 	OPT("config", T_STR, config_file, 0, 0, OPT_NOT_STORED, "key = value file of these options; flags override it"),
 };
 #undef M
@@ -387,8 +390,25 @@ int config_parse_args(struct config *cfg, int argc, char **argv, int *help, int 
 	return 0;
 }
 
+int config_timeline_steps(const struct config *cfg, long *first, long *last)
+{
+	*first = 0;
+	*last = -1;
+	const char *s = cfg->timeline_steps;
+	if (!s[0])
+		return 0;
+	char tail;
+	if (sscanf(s, "%ld:%ld%c", first, last, &tail) != 2 || *first < 0 || *last < *first)
+		return -1;
+	return 0;
+}
+
 int config_validate(const struct config *cfg)
 {
+	long first, last;
+	if (config_timeline_steps(cfg, &first, &last))
+		return user_error("--timeline-steps: '%s' is not A:B, the first and last global "
+				  "steps to record (e.g. 100:120)", cfg->timeline_steps);
 	if (!cfg->ckpt_dir[0])
 		return user_error("--ckpt-dir: must not be empty");
 	if (cfg->lr_min > cfg->lr)

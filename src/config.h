@@ -41,6 +41,9 @@ struct config {
 	char resume[PATH_LEN];    /* "auto", "never" or a checkpoint path */
 	long log_every;           /* steps between progress lines, e.g. 50 */
 	char metrics[PATH_LEN];   /* JSON-lines metrics file, "" for none */
+	char tensorboard[PATH_LEN]; /* TensorBoard event folder, e.g. "tb", "" for none */
+	char timeline[PATH_LEN];  /* Chrome trace file, e.g. "trace.json", "" for none */
+	char timeline_steps[PATH_LEN]; /* "A:B": the steps it records, e.g. "100:120"; "" all */
 	int device;               /* enum device_kind */
 	int precision;            /* enum precision: matrix products, e.g. PRECISION_FP32 */
 	float comm_timeout;       /* seconds one collective may take, e.g. 300 */
@@ -57,6 +60,9 @@ int config_parse_args(struct config *cfg, int argc, char **argv, int *help,
 /* Applies "key = value" lines from text; where names the source in errors
  * (e.g. "run.conf"). Returns 0 or -1 with a user_error recorded. */
 int config_parse_text(struct config *cfg, const char *text, const char *where);
+/* The steps --timeline records: first..last inclusive (last -1: to the end).
+ * 0, or -1 when --timeline-steps is not "A:B" with 0 <= A <= B. */
+int config_timeline_steps(const struct config *cfg, long *first, long *last);
 /* Cross-option checks (ranges that depend on each other). 0 or -1. */
 int config_validate(const struct config *cfg);
 /* Writes every option as "key = value" lines, readable by config_parse_text. */
@@ -69,9 +75,10 @@ enum {
 	OPT_SHAPE = 2,      /* shapes the model: ranks compare the registry instead */
 	OPT_NOT_STORED = 4, /* not part of the configuration text (--config) */
 };
-/* Compares two config_write texts line by line, skipping the options with
- * a flag of skip (OPT_*; 0 skips none). Returns 0 when equal; else 1 with
- * the first differing pair, "key = a" and "key = b", in line_a / line_b. */
+/* Compares two config_write texts key by key, skipping the options with a
+ * flag of skip (OPT_*; 0 skips none). Returns 0 when equal; else 1 with the
+ * first differing pair, "key = a" and "key = b" ("(nothing)" for a key one
+ * text lacks), in line_a / line_b. */
 int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char *line_b,
 		size_t len);
 /* Prints the option reference for --help. */

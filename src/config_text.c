@@ -68,33 +68,59 @@ static int next_line(const char **p, char *buf, size_t len)
 	return 1;
 }
 
-/* Whether the option of line ("key = value") has a flag of mask. */
-static int line_flagged(const char *line, unsigned mask)
+/* The key of line ("key = value") into key. */
+static void key_of(const char *line, char *key, size_t len)
 {
-	char key[64];
-	snprintf(key, sizeof(key), "%.*s", (int)strcspn(line, " ="), line);
+	snprintf(key, len, "%.*s", (int)strcspn(line, " ="), line);
+}
+
+/* Whether option key has a flag of mask (an unknown key has none). */
+static int key_flagged(const char *key, unsigned mask)
+{
 	const struct option_def *o = config_find_option(key);
 	return o && (o->flags & mask);
+}
+
+/* The line of text whose key is key, into buf: 1, or 0 when there is none. */
+static int find_key(const char *text, const char *key, char *buf, size_t len)
+{
+	char k[64];
+	while (next_line(&text, buf, len)) {
+		key_of(buf, k, sizeof(k));
+		if (!strcmp(k, key))
+			return 1;
+	}
+	return 0;
+}
+
+/* The first key of text a whose line differs from b's (or that b lacks),
+ * skipping keys flagged skip: 1 with both lines ("(nothing)" for the
+ * missing one) in line_a and line_b; 0 when there is none. */
+static int first_difference(const char *a, const char *b, unsigned skip, char *line_a,
+			    char *line_b, size_t len)
+{
+	char k[64];
+	while (next_line(&a, line_a, len)) {
+		key_of(line_a, k, sizeof(k));
+		if (key_flagged(k, skip))
+			continue;
+		if (!find_key(b, k, line_b, len)) {
+			snprintf(line_b, len, "(nothing)");
+			return 1;
+		}
+		if (strcmp(line_a, line_b))
+			return 1;
+	}
+	return 0;
 }
 
 int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char *line_b,
 		size_t len)
 {
-	for (;;) {
-		int more_a = next_line(&a, line_a, len), more_b = next_line(&b, line_b, len);
-		if (!more_a && !more_b)
-			return 0;
-		if (!more_a || !more_b || strcmp(line_a, line_b)) {
-			if (more_a && more_b && line_flagged(line_a, skip) &&
-			    line_flagged(line_b, skip))
-				continue;
-			if (!more_a)
-				snprintf(line_a, len, "(nothing)");
-			if (!more_b)
-				snprintf(line_b, len, "(nothing)");
-			return 1;
-		}
-	}
+	/* Keys in a's order, then those only b has (options of another mtrain
+	 * version compare by key, wherever they stand). */
+	return first_difference(a, b, skip, line_a, line_b, len) ||
+	       first_difference(b, a, skip, line_b, line_a, len);
 }
 
 void config_print_help(FILE *f)
@@ -107,7 +133,8 @@ void config_print_help(FILE *f)
 		int has_unset = o->type == T_FLOAT && o->unset;
 		if (has_unset)
 			snprintf(unset, sizeof(unset), "X|%s", o->unset);
-		const char *meta = o->type == T_ENUM ? kind_choices(o->names, list, sizeof(list))
+		const char *meta = o->meta ? o->meta
+				   : o->type == T_ENUM ? kind_choices(o->names, list, sizeof(list))
 				   : o->type == T_STR ? "PATH"
 				   : o->type == T_BOOL ? "on|off"
 				   : o->type == T_LIST ? "W,W,..."

@@ -5,6 +5,7 @@
 #include "kinds.h"
 #include "log.h"
 #include "state.h"
+#include "tensorboard.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,11 @@ void eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step
 	ema_swap(e, &m->w);
 	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f",
 		 step, epoch, raw[0], raw[1], avg[0], avg[1]);
+	const char *tags[4] = {"eval/raw_loss", "eval/raw_acc", "eval/ema_loss", "eval/ema_acc"};
+	double values[4] = {raw[0], raw[1], avg[0], avg[1]};
+	for (int i = 0; i < 4; i++)
+		tensorboard_scalar(tags[i], step, values[i]);
+	tensorboard_flush();
 	char n[4][32];
 	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"epoch\":%ld,\"raw_loss\":%s,"
 		      "\"raw_acc\":%s,\"ema_loss\":%s,\"ema_acc\":%s}",

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "dataset.h"
 #include "eval.h"
+#include "export.h"
 #include "log.h"
 #include "train.h"
 #include "version.h"
@@ -22,7 +23,9 @@ static void usage(FILE *f)
 		"                                          Fashion-MNIST, MLP 784-256-256-10)\n"
 		"  mtrain import --images F --labels F --out FILE.h5\n"
 		"                                          convert IDX (.gz) files to HDF5\n"
-		"  mtrain inspect FILE.h5                  list a checkpoint's variables\n"
+		"  mtrain inspect FILE.h5 [--json]         list a checkpoint's variables\n"
+		"  mtrain export FILE.h5 --out F.safetensors [--weights raw|ema]\n"
+		"                                          the model's weights for deployment\n"
 		"  mpirun -np N mtrain eval --ckpt FILE.h5 [--eval-data F] [--weights raw|ema|both]\n"
 		"                                          evaluate a checkpoint\n"
 		"  mtrain --help | --version\n\n"
@@ -64,11 +67,38 @@ static int cmd_import(int argc, char **argv, struct comm *c)
 
 static int cmd_inspect(int argc, char **argv, struct comm *c)
 {
-	if (argc != 1)
-		user_error("inspect: expected one checkpoint file, got %d arguments", argc);
+	int json = argc == 2 && !strcmp(argv[1], "--json");
+	if (argc != 1 && !json)
+		user_error("inspect: expected one checkpoint file (and --json), got %d arguments",
+			   argc);
 	else if (c->rank == 0)
-		ckpt_inspect(argv[0], stdout);
+		ckpt_inspect(argv[0], json, stdout);
 	return comm_user_errors(c) ? EXIT_USER : 0;
+}
+
+static int cmd_export(int argc, char **argv, struct comm *c)
+{
+	const char *keys[3] = {"out", "weights", "format"}, *vals[3] = {0};
+	static const char *const weights[] = {"raw", "ema", NULL};
+	static const char *const formats[] = {"safetensors", NULL};
+	char list[32];
+	int which = 0;
+	if (argc < 1 || !strncmp(argv[0], "--", 2))
+		user_error("export: expected a checkpoint file first (mtrain export CKPT --out FILE)");
+	else if (sub_args(argc - 1, argv + 1, keys, vals, 3) == 0) {
+		if (!vals[0])
+			user_error("export: --out FILE is required");
+		else if (vals[1] && (which = kind_parse(weights, vals[1])) < 0)
+			user_error("--weights: '%s' is not one of %s", vals[1],
+				   kind_choices(weights, list, sizeof(list)));
+		else if (vals[2] && kind_parse(formats, vals[2]) < 0)
+			user_error("--format: '%s' is not one of %s", vals[2],
+				   kind_choices(formats, list, sizeof(list)));
+	}
+	if (!user_error_pending() && c->rank == 0 &&
+	    export_safetensors(argv[0], vals[0], (enum export_weights)which) == 0)
+		log_info("wrote %s (%s weights of %s)", vals[0], weights[which], argv[0]);
+	return comm_user_errors(c) ? EXIT_USER : EXIT_OK;
 }
 
 static int cmd_eval(int argc, char **argv, struct comm *c)
@@ -117,7 +147,8 @@ int main(int argc, char **argv)
 	 * makes it crash. The process is ending: let it. */
 	H5dont_atexit();
 	const char *cmd = argc > 1 ? argv[1] : "";
-	if (strcmp(cmd, "import") && strcmp(cmd, "inspect") && strcmp(cmd, "eval"))
+	if (strcmp(cmd, "import") && strcmp(cmd, "inspect") && strcmp(cmd, "eval") &&
+	    strcmp(cmd, "export"))
 		train_catch_stop_signals();
 	struct comm comm;
 	comm_init(&comm, &argc, &argv);
@@ -129,6 +160,8 @@ int main(int argc, char **argv)
 		status = cmd_inspect(argc - 2, argv + 2, &comm);
 	else if (!strcmp(cmd, "eval"))
 		status = cmd_eval(argc - 2, argv + 2, &comm);
+	else if (!strcmp(cmd, "export"))
+		status = cmd_export(argc - 2, argv + 2, &comm);
 	else if (!strcmp(cmd, "train"))
 		status = cmd_train(argc - 2, argv + 2, &comm);
 	else

@@ -18,6 +18,8 @@ struct option_def {
 				   * e.g. "default" */
 	unsigned flags;           /* OPT_* */
 	const char *help;
+	const char *meta;         /* the value's placeholder in --help when not
+				   * the type's ("PATH", "N", ...), e.g. "A:B" */
 };
 
 extern const struct option_def options[];

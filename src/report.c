@@ -1,6 +1,7 @@
 /* The lines of report.h. */
 #include "report.h"
 #include "log.h"
+#include "tensorboard.h"
 #include "version.h"
 
 #include <stdio.h>
@@ -53,6 +54,9 @@ void report_progress(struct progress *p, struct model *m, struct comm *c, long s
 	log_info("step %ld/%ld epoch %ld loss %.4f lr %.3e samples/s %.0f eta %.0fs", step,
 		 total_steps, epoch_shown, sums[0] / sums[1], lr, sums[1] / dt,
 		 per_step * (double)(total_steps - step));
+	tensorboard_scalar("train/loss", step, sums[0] / sums[1]);
+	tensorboard_scalar("train/lr", step, lr);
+	tensorboard_scalar("train/samples_per_s", step, sums[1] / dt);
 	char n[3][32];
 	metrics_write("{\"event\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%s,"
 		      "\"lr\":%s,\"samples_per_s\":%s}",

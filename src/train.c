@@ -13,16 +13,18 @@
 #include "log.h"
 #include "model.h"
 #include "optim.h"
+#include "paths.h"
 #include "report.h"
 #include "rng.h"
 #include "state.h"
+#include "tensorboard.h"
+#include "timeline.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define RNG_STREAM_EPOCH 1000 /* + epoch: each epoch's sample order */
 
@@ -52,6 +54,7 @@ struct trainer {
 	long last_ckpt_step;          /* step of the newest checkpoint written */
 	struct timing t;
 	int profile;
+	int tracing;                  /* the timeline records this step */
 };
 
 static volatile sig_atomic_t g_stop_signal;
@@ -69,11 +72,11 @@ void train_catch_stop_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-/* A phase boundary: waits for the backend when profiling so the time lands
- * in the right phase. */
+/* A phase boundary: waits for the backend when profiling or tracing this
+ * step, so the time lands in the right phase. */
 static double mark(struct trainer *t)
 {
-	if (t->profile)
+	if (t->profile || t->tracing)
 		t->be->synchronize(t->be);
 	return log_now();
 }
@@ -127,7 +130,9 @@ static int save_checkpoint(struct trainer *t)
 		.config = t->config_text,
 	};
 	t->last_ckpt_step = t->at.global_step;
-	return state_save(&t->state, &m, cfg->ckpt_dir, cfg->keep, t->comm);
+	int rc = state_save(&t->state, &m, cfg->ckpt_dir, cfg->keep, t->comm);
+	tensorboard_flush();
+	return rc;
 }
 
 /* A layer's gradients are final: start reducing them (grad_ready_fn). */
@@ -167,6 +172,9 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	struct config *cfg = t->cfg;
 	struct comm *c = t->comm;
 	struct model *m = &t->model;
+	/* Step N is the one that makes global_step N, as progress lines count. */
+	t->tracing = timeline_wants(t->at.global_step + 1);
+	timeline_at(t->at.global_step + 1);
 	double t0 = mark(t);
 	struct staged *cur = &t->staged[t->slot];
 	if (!t->have_next)
@@ -197,9 +205,22 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	t->at.global_step++;
 	double t5 = mark(t);
 	ema_update(&t->ema, m->w, t->at.global_step);
-	if (t->at.global_step % cfg->ema_sync_every == 0)
+	double t5b = mark(t), t6 = t5b;
+	if (t->at.global_step % cfg->ema_sync_every == 0) {
 		ema_sync(&t->ema, c);
-	double t6 = mark(t);
+		t6 = mark(t);
+	}
+	long s = t->at.global_step;
+	timeline_span("step", t0, t6, s);
+	timeline_span("data", t0, t1, s);
+	timeline_span("forward", t1, t2, s);
+	timeline_span("backward", t2, t3, s);
+	timeline_span("data (next batch)", t3, t3b, s);
+	timeline_span("allreduce wait", t3b, t4, s);
+	timeline_span("optimizer", t4, t5, s);
+	timeline_span("ema update", t5, t5b, s);
+	if (t6 > t5b)
+		timeline_span("ema sync", t5b, t6, s);
 	t->t.data += t1 - t0;
 	t->t.forward += t2 - t1;
 	t->t.backward += t3 - t2;
@@ -210,37 +231,6 @@ static void train_step(struct trainer *t, long *rows_since_log)
 }
 
 
-/* Whether path (a folder when dir) exists writable, or could be created in
- * a writable parent or in new_dir (NULL: none). 0, or -1 with a user_error. */
-static int check_writable(const char *flag, const char *path, int dir, const char *new_dir)
-{
-	struct stat st;
-	if (stat(path, &st) == 0) {
-		if (dir && !S_ISDIR(st.st_mode))
-			return user_error("%s %s: exists and is not a folder", flag, path);
-		if (!dir && S_ISDIR(st.st_mode))
-			return user_error("%s %s: is a folder", flag, path);
-		if (access(path, W_OK))
-			return user_error("%s %s: not writable: %s", flag, path, strerror(errno));
-		return 0;
-	}
-	char parent[PATH_LEN];
-	snprintf(parent, sizeof(parent), "%s", path);
-	char *slash = strrchr(parent, '/');
-	if (!slash)
-		snprintf(parent, sizeof(parent), ".");
-	else if (slash == parent)
-		slash[1] = 0;
-	else
-		*slash = 0;
-	/* Inside a folder this run will create (--metrics in --ckpt-dir). */
-	if (new_dir && !strcmp(parent, new_dir))
-		return 0;
-	if (access(parent, W_OK))
-		return user_error("%s %s: cannot create it in %s: %s", flag, path, parent,
-				  strerror(errno));
-	return 0;
-}
 
 /* The model, optimizer, EMA, checkpointed state and host buffers, for
  * batches of up to max_rows; initial weights are rank 0's, broadcast as
@@ -284,8 +274,11 @@ static int setup(struct trainer *t)
 		return -1;
 	/* Outputs are checked first, created last: nothing is written (the
 	 * default data's cache aside) unless the whole set-up succeeds. */
-	if (c->rank == 0 && !check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL) && cfg->metrics[0])
-		check_writable("--metrics", cfg->metrics, 0, cfg->ckpt_dir);
+	if (c->rank == 0 && !path_check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL) &&
+	    (!cfg->metrics[0] || !path_check_writable("--metrics", cfg->metrics, 0, cfg->ckpt_dir)) &&
+	    (!cfg->tensorboard[0] || !path_check_writable("--tensorboard", cfg->tensorboard, 1, NULL)) &&
+	    cfg->timeline[0])
+		path_check_writable("--timeline", cfg->timeline, 0, cfg->ckpt_dir);
 	if (comm_user_errors(c) || default_data_prepare(cfg, c) || load_data(t))
 		return -1;
 	t->steps_per_epoch = t->train.n / cfg->batch;
@@ -305,15 +298,22 @@ static int setup(struct trainer *t)
 		int made = mkdir(cfg->ckpt_dir, 0777) == 0;
 		if (!made && errno != EEXIST)
 			user_error("--ckpt-dir %s: cannot create: %s", cfg->ckpt_dir, strerror(errno));
-		else if (metrics_open(cfg->metrics) && made)
+		else if ((metrics_open(cfg->metrics) ||
+			  tensorboard_open(cfg->tensorboard, t->at.global_step)) && made)
 			rmdir(cfg->ckpt_dir); /* the run did not start: leave nothing */
 	}
-	return comm_user_errors(c) ? -1 : 0;
+	if (comm_user_errors(c))
+		return -1;
+	long first, last;
+	config_timeline_steps(cfg, &first, &last);
+	timeline_init(cfg->timeline, first, last, c);
+	return 0;
 }
 
 static void teardown(struct trainer *t)
 {
 	metrics_close();
+	tensorboard_close();
 	eval_free(&t->evaluator);
 	state_free(&t->state);
 	ema_free(&t->ema);
@@ -355,9 +355,14 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 	double t0 = log_now();
 	if (eval)
 		eval_report(&t->evaluator, &t->model, &t->ema, step, shown, c);
+	double t1 = log_now();
 	if (ckpt && save_checkpoint(t))
 		return -1;
 	double spent = log_now() - t0;
+	if (eval)
+		timeline_span("evaluation", t0, t1, step);
+	if (ckpt)
+		timeline_span("checkpoint", t1, t0 + spent, step);
 	*aside += spent;
 	p->aside += spent;
 	return 0;
@@ -420,6 +425,8 @@ int train_main(struct config *cfg, struct comm *c)
 			log_info("nothing to do: step %ld already reaches the %ld steps asked for",
 				 t.at.global_step, t.total_steps);
 		status = train_loop(&t);
+		if (timeline_write(c) && status == EXIT_OK)
+			status = EXIT_FAIL;
 	}
 	teardown(&t);
 	return status;

@@ -40,6 +40,20 @@ grep -Eq '^eval step 6 epoch 1 raw_loss [0-9.]+ raw_acc [0-9.]+ ema_loss [0-9.]+
 	fail "eval line format"
 "$MTRAIN" inspect ck/ckpt-00000012.h5 >inspect.txt
 grep -Eq '^dense/kernel +\[12,16\] +float32 +[0-9a-f]{16}' inspect.txt || fail "inspect line"
+# --json: the same facts for scripts, as strict JSON.
+"$MTRAIN" inspect ck/ckpt-00000012.h5 --json >inspect.json
+python3 - inspect.json inspect.txt <<'PY' || fail "inspect --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read().split("\n")
+assert d["format"] == "mtrain-checkpoint" and d["global_step"] == 12 and d["batch"] == 14, d
+assert d["seed"] == 5 and d["world_size"] == 2 and "lr = " in d["config"], d
+rows = {l.split()[0]: l.split() for l in text if l.count(" ") > 4}
+assert len(d["variables"]) == 24, len(d["variables"])
+for v in d["variables"]:
+    row = rows[v["name"]]
+    assert row[1] == "[" + ",".join(map(str, v["shape"])) + "]" and row[3] == v["fnv1a64"], (v, row)
+PY
 ranks 2 eval --ckpt ck/ckpt-00000012.h5 --weights both --device cpu >eval.txt
 grep -q "raw loss" eval.txt && grep -q "ema loss" eval.txt || fail "eval output"
 # eval reports the losses and accuracies training logged at that step, the

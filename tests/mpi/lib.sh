@@ -52,3 +52,16 @@ expect_status() {
 	"$@" >last.out 2>last.err || got=$?
 	[ "$got" = "$want" ] || { cat last.out last.err >&2; fail "exit status $got, want $want: $*"; }
 }
+
+# PY: the tests' Python (a venv jobs/setup.sh --tests makes in the build
+# folder, seeing Debian's python3-torch and python3-h5py, with safetensors
+# and tensorboard from PyPI). need_python MODULE...: skips the test (77),
+# saying which module is missing, unless it imports them all.
+PY=$MTRAIN_BUILD/py/bin/python
+need_python() {
+	local m
+	for m in "$@"; do
+		[ -x "$PY" ] && "$PY" -c "import $m" 2>/dev/null ||
+			{ echo "SKIPPED: Python module $m is not installed (jobs/setup.sh --tests installs it)"; exit 77; }
+	done
+}

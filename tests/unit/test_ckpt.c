@@ -237,7 +237,7 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
-	EXPECT(ckpt_inspect(p, out) == 0);
+	EXPECT(ckpt_inspect(p, 0, out) == 0);
 	fclose(out);
 	EXPECT(contains(text, "\nconfig          (absent)\ncreated         ?\n"
 			      "mtrain_version  ?\nname "));
@@ -390,7 +390,7 @@ static void check_corruption(const char *dir, const char *path, const struct fix
 		char *text = NULL;
 		size_t tlen = 0;
 		FILE *out = open_memstream(&text, &tlen);
-		EXPECT(ckpt_inspect(bad, out) == -1);
+		EXPECT(ckpt_inspect(bad, 0, out) == -1);
 		fclose(out);
 		free(text);
 		for (size_t i = var_bytes(big) / 2; i < var_bytes(big) / 2 + 8; i++)
@@ -427,7 +427,7 @@ static void check_inspect(const char *path, const struct fixture *f)
 	char *text = NULL, want[1300];
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
-	EXPECT(ckpt_inspect(path, out) == 0);
+	EXPECT(ckpt_inspect(path, 0, out) == 0);
 	fclose(out);
 	for (int i = 0; i < N_VARS; i++)
 		EXPECT(contains(text, f->vars[i].name));

@@ -1,0 +1,16 @@
+/* TensorBoard event files (rank 0): scalars at global steps, in the format
+ * TensorBoard reads (TFRecord-framed Event protocol buffers), so a live
+ * TensorBoard shows a running job. */
+#pragma once
+
+/* Opens a new event file in dir (created if missing) for a run starting
+ * at global step start; a resumed run (start > 0) first records that it
+ * restarted there, so TensorBoard drops what an earlier run logged past
+ * it. NULL or "" dir: none. 0, or -1 with a user_error. */
+int tensorboard_open(const char *dir, long start);
+/* Appends scalar tag (e.g. "train/loss") = value at step; a no-op when no
+ * file is open. */
+void tensorboard_scalar(const char *tag, long step, double value);
+/* Makes what was appended visible to readers. */
+void tensorboard_flush(void);
+void tensorboard_close(void);

@@ -1,0 +1,23 @@
+# jobs/plot.sh draws a metrics file's learning curves into a PNG of
+# 1000x700; a file with no training lines is refused (exit 2).
+. "$(dirname "$0")/lib.sh"
+command -v gnuplot >/dev/null || { echo "SKIPPED: no gnuplot (jobs/setup.sh --tests installs gnuplot-nox)"; exit 77; }
+PLOT=$(cd "$(dirname "$0")/../.." && pwd)/jobs/plot.sh
+make_data
+ranks 2 "${SMALL[@]}" --steps 24 --log-every 2 --ckpt-dir ck --metrics m.jsonl >/dev/null
+"$PLOT" m.jsonl curves.png >/dev/null
+python3 - curves.png <<'PY' || fail "curves.png"
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+length, kind = struct.unpack(">I4s", data[8:16])
+assert kind == b"IHDR" and length == 13
+w, h = struct.unpack(">II", data[16:24])
+assert (w, h) == (1000, 700), (w, h)
+assert zlib.crc32(data[12:29]) == struct.unpack(">I", data[29:33])[0], "IHDR CRC"
+assert len(data) > 10000, len(data)  # curves, not an empty canvas
+PY
+grep '"event":"start"' m.jsonl >empty.jsonl
+expect_status 2 "$PLOT" empty.jsonl
+grep -q "no training lines" last.err || fail "plot of a file without training lines: $(cat last.err)"
+pass "plot: a 1000x700 PNG of the learning curves"
