@@ -8,6 +8,7 @@
 #include "ckpt.h"
 #include "ema.h"
 #include "log.h"
+#include "paths.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,26 +81,20 @@ static char *make_header(const struct ckpt_var **src, const char **names, int n,
 	return text;
 }
 
-/* Writes the file at tmp: 0, or -1 with errno. */
-static int write_file(const char *tmp, const char *header, size_t hlen,
+/* Writes the file at out through a temporary one: 0, or -1 with errno. */
+static int write_file(const char *out, const char *header, size_t hlen,
 		      const struct ckpt_var **src, int n)
 {
-	FILE *f = fopen(tmp, "wb");
+	char tmp[FILE_PATH_LEN];
+	FILE *f = path_create_temp(out, tmp, sizeof(tmp));
 	if (!f)
 		return -1;
 	uint64_t len = hlen; /* little-endian on every machine mtrain runs on */
-	int bad = fwrite(&len, 8, 1, f) != 1 || fwrite(header, 1, hlen, f) != hlen;
-	for (int i = 0; i < n && !bad; i++) {
-		size_t cells = ckpt_var_cells(src[i]);
-		bad = fwrite(src[i]->data, sizeof(float), cells, f) != cells;
-	}
-	int why = bad ? errno : 0;
-	bad = fflush(f) || fsync(fileno(f)) || bad;
-	if (fclose(f) || bad) {
-		errno = why ? why : errno;
-		return -1;
-	}
-	return 0;
+	fwrite(&len, 8, 1, f);
+	fwrite(header, 1, hlen, f);
+	for (int i = 0; i < n; i++)
+		fwrite(src[i]->data, sizeof(float), ckpt_var_cells(src[i]), f);
+	return path_commit_temp(f, tmp, out);
 }
 
 int export_safetensors(const char *ckpt, const char *out, enum export_weights which)
@@ -113,21 +108,22 @@ int export_safetensors(const char *ckpt, const char *out, enum export_weights wh
 	const struct ckpt_var **src = xcalloc((size_t)n, sizeof(*src));
 	const char **names = xcalloc((size_t)n, sizeof(*names));
 	int k = 0;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !rc; i++) {
 		if (!is_weight(vars, n, &vars[i]))
 			continue;
 		const struct ckpt_var *shadow = find_slot(vars, n, vars[i].name, EMA_SUFFIX);
+		if (which == EXPORT_EMA && !shadow)
+			rc = user_error("%s: %s has no %s/%s to export with --weights ema", ckpt,
+					vars[i].name, vars[i].name, EMA_SUFFIX);
 		names[k] = vars[i].name;
-		src[k++] = which == EXPORT_EMA && shadow ? shadow : &vars[i];
+		src[k++] = which == EXPORT_EMA ? shadow : &vars[i];
 	}
-	size_t hlen;
-	char *header = make_header(src, names, k, &m, which, &hlen);
-	char tmp[FILE_PATH_LEN];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", out);
-	if (write_file(tmp, header, hlen, src, k) || rename(tmp, out)) {
+	if (!rc && path_same_file(ckpt, out))
+		rc = user_error("export --out %s: is the checkpoint being exported", out);
+	size_t hlen = 0;
+	char *header = rc ? NULL : make_header(src, names, k, &m, which, &hlen);
+	if (!rc && write_file(out, header, hlen, src, k))
 		rc = user_error("export --out %s: cannot write: %s", out, strerror(errno));
-		unlink(tmp);
-	}
 	free(header);
 	free(names);
 	free(src);

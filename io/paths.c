@@ -2,9 +2,11 @@
 #include "paths.h"
 #include "log.h"
 #include "mtrain.h"
+#include "config.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +23,8 @@ int path_check_writable(const char *flag, const char *path, int dir, const char 
 			return user_error("%s %s: not writable: %s", flag, path, strerror(errno));
 		return 0;
 	}
+	if (errno != ENOENT) /* a name too long, a folder not searchable, ... */
+		return user_error("%s %s: %s", flag, path, strerror(errno));
 	char parent[PATH_LEN];
 	snprintf(parent, sizeof(parent), "%s", path);
 	char *slash = strrchr(parent, '/');
@@ -36,5 +40,94 @@ int path_check_writable(const char *flag, const char *path, int dir, const char 
 	if (access(parent, W_OK))
 		return user_error("%s %s: cannot create it in %s: %s", flag, path, parent,
 				  strerror(errno));
+	return 0;
+}
+
+int path_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (!a[0] || !b[0])
+		return 0;
+	if (!strcmp(a, b))
+		return 1;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+int path_in_folder(const char *path, const char *dir)
+{
+	char parent[PATH_LEN];
+	snprintf(parent, sizeof(parent), "%s", path);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		*slash = 0;
+	else
+		snprintf(parent, sizeof(parent), ".");
+	return path_same_file(parent, dir);
+}
+
+/* The timeline is written whole at the end: it must not replace a file
+ * the run reads or writes, nor sit among the checkpoints. */
+static int check_timeline(const struct config *cfg)
+{
+	const char *flag[5] = {"--data", "--eval-data", "--metrics", "--config", "--resume"};
+	int named = strcmp(cfg->resume, "auto") && strcmp(cfg->resume, "never");
+	const char *path[5] = {cfg->data, cfg->eval_data, cfg->metrics, cfg->config_file,
+			       named ? cfg->resume : ""};
+	for (int i = 0; i < 5; i++)
+		if (path_same_file(cfg->timeline, path[i]))
+			return user_error("--timeline %s: is also %s; it would be overwritten",
+					  cfg->timeline, flag[i]);
+	if (path_in_folder(cfg->timeline, cfg->ckpt_dir))
+		return user_error("--timeline %s: is in --ckpt-dir %s, which holds checkpoints only",
+				  cfg->timeline, cfg->ckpt_dir);
+	return 0;
+}
+
+int paths_check_outputs(const struct config *cfg)
+{
+	if (path_check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL))
+		return -1;
+	if (cfg->metrics[0] && path_check_writable("--metrics", cfg->metrics, 0, cfg->ckpt_dir))
+		return -1;
+	if (cfg->tensorboard[0] && path_check_writable("--tensorboard", cfg->tensorboard, 1, NULL))
+		return -1;
+	if (cfg->timeline[0] && (path_check_writable("--timeline", cfg->timeline, 0, NULL) ||
+				 check_timeline(cfg)))
+		return -1;
+	return 0;
+}
+
+FILE *path_create_temp(const char *path, char *tmp, size_t len)
+{
+	if ((size_t)snprintf(tmp, len, "%s.XXXXXX", path) >= len) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	int fd = mkstemp(tmp);
+	mode_t mask = umask(0);
+	umask(mask); /* the file gets the mode an open() would have given it */
+	if (fd >= 0)
+		fchmod(fd, 0666 & ~mask);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+	if (fd >= 0 && !f) {
+		close(fd);
+		unlink(tmp);
+	}
+	return f;
+}
+
+int path_commit_temp(FILE *f, const char *tmp, const char *path)
+{
+	int bad = ferror(f) || fflush(f) || fsync(fileno(f));
+	int why = bad ? errno : 0;
+	if (fclose(f) || bad || rename(tmp, path)) {
+		if (why)
+			errno = why;
+		why = errno;
+		unlink(tmp);
+		errno = why;
+		return -1;
+	}
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 static FILE *g_file;
+static char g_path[FILE_PATH_LEN];
 
 /* CRC-32C (Castagnoli), reflected, as TFRecord frames use it. */
 static uint32_t crc32c(const uint8_t *p, size_t n)
@@ -86,14 +87,29 @@ static void event_start(struct pb *e, long step)
 	pb_varint(e, (uint64_t)step);
 }
 
+/* A failed write (a full disk) ends the file with one line: training goes
+ * on, as it would without TensorBoard. */
+static void say_lost(void)
+{
+	log_error("--tensorboard: cannot write %s: %s; no more TensorBoard scalars this run",
+		  g_path, strerror(errno ? errno : EIO));
+}
+
+static void give_up(void)
+{
+	say_lost();
+	fclose(g_file);
+	g_file = NULL;
+}
+
 static void write_record(const struct pb *e)
 {
 	uint64_t len = e->n;
 	uint32_t len_crc = masked_crc((const uint8_t *)&len, 8), crc = masked_crc(e->b, e->n);
-	fwrite(&len, 8, 1, g_file);
-	fwrite(&len_crc, 4, 1, g_file);
-	fwrite(e->b, 1, e->n, g_file);
-	fwrite(&crc, 4, 1, g_file);
+	errno = 0;
+	if (fwrite(&len, 8, 1, g_file) != 1 || fwrite(&len_crc, 4, 1, g_file) != 1 ||
+	    fwrite(e->b, 1, e->n, g_file) != e->n || fwrite(&crc, 4, 1, g_file) != 1)
+		give_up();
 }
 
 int tensorboard_open(const char *dir, long start)
@@ -102,26 +118,26 @@ int tensorboard_open(const char *dir, long start)
 		return 0;
 	if (mkdir(dir, 0777) && errno != EEXIST)
 		return user_error("--tensorboard %s: cannot create: %s", dir, strerror(errno));
-	char path[FILE_PATH_LEN], host[64] = "host";
+	char host[64] = "host";
 	gethostname(host, sizeof(host) - 1);
-	snprintf(path, sizeof(path), "%s/events.out.tfevents.%ld.%s.%ld.mtrain", dir,
+	snprintf(g_path, sizeof(g_path), "%s/events.out.tfevents.%ld.%s.%ld.mtrain", dir,
 		 (long)time(NULL), host, (long)getpid());
-	g_file = fopen(path, "wb");
+	g_file = fopen(g_path, "wb");
 	if (!g_file)
-		return user_error("--tensorboard %s: cannot create %s: %s", dir, path,
+		return user_error("--tensorboard %s: cannot create %s: %s", dir, g_path,
 				  strerror(errno));
 	struct pb e;
 	event_start(&e, start);
 	pb_bytes(&e, 3, "brain.Event:2", 13);
 	write_record(&e);
-	if (start > 0) {
-		/* SessionLog START at the first step this run logs: readers drop
-		 * what earlier files hold from that step on. */
-		const uint8_t session[2] = {1 << 3, 1};
-		event_start(&e, start + 1);
-		pb_bytes(&e, 7, session, sizeof(session));
+	/* SessionLog START at the first step this run logs: readers drop what
+	 * earlier files of the folder hold from that step on (a resumed run's
+	 * repeated steps, or a whole earlier run started afresh). */
+	const uint8_t session[2] = {1 << 3, 1};
+	event_start(&e, start + 1);
+	pb_bytes(&e, 7, session, sizeof(session));
+	if (g_file)
 		write_record(&e);
-	}
 	tensorboard_flush();
 	return 0;
 }
@@ -142,13 +158,15 @@ void tensorboard_scalar(const char *tag, long step, double value)
 
 void tensorboard_flush(void)
 {
-	if (g_file)
-		fflush(g_file);
+	errno = 0;
+	if (g_file && fflush(g_file))
+		give_up();
 }
 
 void tensorboard_close(void)
 {
-	if (g_file)
-		fclose(g_file);
+	errno = 0;
+	if (g_file && fclose(g_file))
+		say_lost();
 	g_file = NULL;
 }

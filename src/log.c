@@ -127,17 +127,38 @@ void metrics_close(void)
 	g_metrics = NULL;
 }
 
+/* The length of the well-formed UTF-8 sequence at s (2 to 4), or 0. */
+static int utf8_run(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	if (s[0] > 0xf4)
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* No overlong forms, surrogates, or code points past U+10FFFF. */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
 const char *json_escape(const char *s, char *buf, size_t len)
 {
+	const unsigned char *p = (const unsigned char *)s;
 	size_t o = 0;
-	for (; *s && o + 7 < len; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			o += (size_t)snprintf(buf + o, len - o, "\\%c", ch);
-		else if (ch < 0x20)
-			o += (size_t)snprintf(buf + o, len - o, "\\u%04x", ch);
-		else
-			buf[o++] = (char)ch;
+	while (*p && o + 7 <= len) { /* room for the longest, "\u00XX", and the NUL */
+		int n = *p >= 0x80 ? utf8_run(p) : 1;
+		if (*p == '"' || *p == '\\')
+			o += (size_t)snprintf(buf + o, len - o, "\\%c", *p);
+		else if (*p < 0x20 || n == 0) /* a byte that is not UTF-8: its Latin-1 character */
+			o += (size_t)snprintf(buf + o, len - o, "\\u%04x", *p);
+		else {
+			memcpy(buf + o, p, (size_t)n);
+			o += (size_t)n;
+			p += n - 1;
+		}
+		p++;
 	}
 	buf[o] = 0;
 	return buf;

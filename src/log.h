@@ -46,8 +46,10 @@ void user_error_clear(void);
 int metrics_open(const char *path);
 void metrics_write(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void metrics_close(void);
-/* s as the inside of a JSON string (quotes, backslashes and control
- * characters escaped) in buf; returns buf. */
+/* s as the inside of a JSON string in buf (quotes, backslashes and control
+ * characters escaped, a byte that is not part of valid UTF-8 written as
+ * the \u00XX of its Latin-1 character, so the text is always valid JSON);
+ * returns buf. 6 * strlen(s) + 1 bytes always suffice. */
 const char *json_escape(const char *s, char *buf, size_t len);
 /* v as a JSON number (7 significant digits), or null when it is NaN or
  * infinite (a diverged loss), in buf; returns buf. */

@@ -67,12 +67,14 @@ static int cmd_import(int argc, char **argv, struct comm *c)
 
 static int cmd_inspect(int argc, char **argv, struct comm *c)
 {
-	int json = argc == 2 && !strcmp(argv[1], "--json");
+	/* FILE [--json], or --json FILE. */
+	int json = argc == 2 && (!strcmp(argv[0], "--json") || !strcmp(argv[1], "--json"));
+	const char *file = json && !strcmp(argv[0], "--json") ? argv[1] : argv[0];
 	if (argc != 1 && !json)
 		user_error("inspect: expected one checkpoint file (and --json), got %d arguments",
 			   argc);
 	else if (c->rank == 0)
-		ckpt_inspect(argv[0], json, stdout);
+		ckpt_inspect(file, json, stdout);
 	return comm_user_errors(c) ? EXIT_USER : 0;
 }
 

@@ -3,6 +3,7 @@
 #include "check.h"
 #include "log.h"
 #include "mtrain.h"
+#include "paths.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -102,13 +103,14 @@ int timeline_write(struct comm *c)
 	char *all = comm_gather_text(c, mine, 0);
 	int failed = 0;
 	if (c->rank == 0) {
-		FILE *f = fopen(g_tl.path, "w");
+		char tmp[FILE_PATH_LEN];
+		FILE *f = path_create_temp(g_tl.path, tmp, sizeof(tmp));
 		failed = !f;
 		if (f) {
 			fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n%s", all);
 			fprintf(f, "{\"name\":\"dropped_spans\",\"ph\":\"M\",\"pid\":0,\"args\":"
 				"{\"count\":%d}}\n]}\n", g_tl.dropped);
-			failed = fclose(f) != 0;
+			failed = path_commit_temp(f, tmp, g_tl.path) != 0;
 		}
 		if (failed)
 			log_error("--timeline %s: cannot write: %s", g_tl.path, strerror(errno));

@@ -274,11 +274,8 @@ static int setup(struct trainer *t)
 		return -1;
 	/* Outputs are checked first, created last: nothing is written (the
 	 * default data's cache aside) unless the whole set-up succeeds. */
-	if (c->rank == 0 && !path_check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL) &&
-	    (!cfg->metrics[0] || !path_check_writable("--metrics", cfg->metrics, 0, cfg->ckpt_dir)) &&
-	    (!cfg->tensorboard[0] || !path_check_writable("--tensorboard", cfg->tensorboard, 1, NULL)) &&
-	    cfg->timeline[0])
-		path_check_writable("--timeline", cfg->timeline, 0, cfg->ckpt_dir);
+	if (c->rank == 0)
+		paths_check_outputs(cfg);
 	if (comm_user_errors(c) || default_data_prepare(cfg, c) || load_data(t))
 		return -1;
 	t->steps_per_epoch = t->train.n / cfg->batch;

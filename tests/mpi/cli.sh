@@ -34,14 +34,31 @@ assert all("epoch" in l for l in lines if l["event"] == "eval"), lines
 odd = [strict(l) for l in open(sys.argv[2])]
 assert any(l.get("path") == 'odd"dir/ckpt-00000002.h5' for l in odd), odd
 PY
+# A folder name that is not UTF-8 (byte 0xe9): the metrics file, inspect
+# --json and an export's metadata (the config names the folder) stay
+# valid UTF-8 JSON, the byte written as \u00e9.
+ranks 2 "${SMALL[@]}" --steps 6 --ckpt-dir $'latin\xe9' --metrics m4.jsonl >/dev/null
+"$MTRAIN" inspect $'latin\xe9/ckpt-00000006.h5' --json >latin.json
+"$MTRAIN" export $'latin\xe9/ckpt-00000006.h5' --out latin.safetensors >/dev/null
+python3 - m4.jsonl latin.json latin.safetensors <<'PY' || fail "JSON of a path that is not UTF-8"
+import json, struct, sys
+lines = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+assert lines[-2]["path"] == "latin\u00e9/ckpt-00000006.h5", lines[-2]
+d = json.load(open(sys.argv[2], encoding="utf-8"))
+assert d["file"] == "latin\u00e9/ckpt-00000006.h5", d["file"]
+raw = open(sys.argv[3], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n].decode("utf-8"))
+assert "ckpt-dir = latin\u00e9" in header["__metadata__"]["config"]
+PY
 grep -Eq '^step 5/12 epoch 1 loss [0-9.]+ lr 1.000e-03 samples/s [0-9]+ eta [0-9]+s$' log ||
 	{ cat log; fail "progress line format"; }
 grep -Eq '^eval step 6 epoch 1 raw_loss [0-9.]+ raw_acc [0-9.]+ ema_loss [0-9.]+ ema_acc [0-9.]+$' log ||
 	fail "eval line format"
 "$MTRAIN" inspect ck/ckpt-00000012.h5 >inspect.txt
 grep -Eq '^dense/kernel +\[12,16\] +float32 +[0-9a-f]{16}' inspect.txt || fail "inspect line"
-# --json: the same facts for scripts, as strict JSON.
-"$MTRAIN" inspect ck/ckpt-00000012.h5 --json >inspect.json
+# --json: the same facts for scripts, as strict JSON (either order).
+"$MTRAIN" inspect --json ck/ckpt-00000012.h5 >inspect.json
 python3 - inspect.json inspect.txt <<'PY' || fail "inspect --json"
 import json, sys
 d = json.load(open(sys.argv[1]))

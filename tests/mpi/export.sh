@@ -67,6 +67,14 @@ expect_status 2 "$MTRAIN" export $ck --out nowhere/x.safetensors
 grep -q "nowhere/x.safetensors: cannot write" last.err || fail "export to a missing folder: $(cat last.err)"
 expect_status 2 "$MTRAIN" export $ck --out x.safetensors --weights best
 expect_status 2 "$MTRAIN" export $ck
+# Never over the checkpoint itself; --weights ema needs every shadow.
+expect_status 2 "$MTRAIN" export $ck --out $ck
+grep -q "is the checkpoint being exported" last.err || fail "export onto its checkpoint: $(cat last.err)"
+"$MTRAIN" inspect $ck >/dev/null || fail "export over the checkpoint damaged it"
+"$PY" -c "import h5py, sys; f = h5py.File(sys.argv[1], 'a'); del f['dense_1.kernel.ExponentialMovingAverage']" \
+	"$(cp $ck noshadow.h5 && echo noshadow.h5)"
+expect_status 2 "$MTRAIN" export noshadow.h5 --out x.safetensors --weights ema
+grep -q "dense_1/kernel has no dense_1/kernel/ExponentialMovingAverage" last.err || fail "$(cat last.err)"
 [ "$(ls ./*.safetensors* nowhere 2>/dev/null | sort | tr '\n' ' ')" = "./ema.safetensors ./raw.safetensors " ] ||
 	fail "bad exports left files: $(ls)"
 pass "export: bitwise raw and EMA weights, metadata, torch accuracy $acc as mtrain eval"

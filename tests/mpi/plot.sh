@@ -17,6 +17,9 @@ assert (w, h) == (1000, 700), (w, h)
 assert zlib.crc32(data[12:29]) == struct.unpack(">I", data[29:33])[0], "IHDR CRC"
 assert len(data) > 10000, len(data)  # curves, not an empty canvas
 PY
+# Names reach the file system, never gnuplot's script.
+"$PLOT" m.jsonl "it's; system 'touch hacked'.png" >/dev/null
+[ -s "it's; system 'touch hacked'.png" ] && [ ! -e hacked ] && [ ! -e it ] || fail "an odd output name: $(ls)"
 grep '"event":"start"' m.jsonl >empty.jsonl
 expect_status 2 "$PLOT" empty.jsonl
 grep -q "no training lines" last.err || fail "plot of a file without training lines: $(cat last.err)"

@@ -48,6 +48,17 @@ for tag in tags:
         assert abs(e.value - m) <= 1e-6 * max(1.0, abs(m)), (tag, e.step, e.value, m)
 print("tags", len(tags), "train/loss steps", [e.step for e in acc.Scalars("train/loss")])
 PY
+# A fresh run (--resume never) in the same folder supersedes both earlier
+# files: the reader shows its steps only, each once.
+ranks 2 "${SMALL[@]}" --steps 8 --resume never --ckpt-dir fresh --tensorboard tb >/dev/null
+"$PY" - tb <<'PY' || fail "a fresh run in a used folder"
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1])
+acc.Reload()
+steps = [e.step for e in acc.Scalars("train/loss")]
+assert steps == [5, 8], steps
+PY
 # A --tensorboard that cannot be a folder: one line, exit 2, nothing written.
 touch afile
 expect_status 2 "$MTRAIN" "${SMALL[@]}" --steps 2 --ckpt-dir new --tensorboard afile

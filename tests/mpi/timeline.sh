@@ -47,4 +47,11 @@ grep -q -- "--timeline-steps: '5:2' is not A:B" last.err || fail "bad --timeline
 expect_status 2 "$MTRAIN" "${SMALL[@]}" --steps 2 --ckpt-dir bad --timeline nowhere/t.json
 grep -q -- "--timeline nowhere/t.json: cannot create it in nowhere" last.err || fail "$(cat last.err)"
 [ ! -e bad ] || fail "a refused --timeline left --ckpt-dir behind"
+# Never over a file the run reads or writes, nor among the checkpoints.
+expect_status 2 "$MTRAIN" "${SMALL[@]}" --steps 2 --ckpt-dir bad --timeline train.h5
+grep -q -- "--timeline train.h5: is also --data" last.err || fail "$(cat last.err)"
+expect_status 2 "$MTRAIN" "${SMALL[@]}" --steps 2 --ckpt-dir ck --timeline ck/t.json
+grep -q -- "is in --ckpt-dir ck" last.err || fail "$(cat last.err)"
+"$MKDATA" synth check.h5 84 12 3 11
+h5diff -q train.h5 check.h5 || fail "a refused --timeline changed the training set"
 pass "timeline: 3 ranks, steps 3-6, every phase, spans nest"
