@@ -7,6 +7,8 @@
 #include "log.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
@@ -110,6 +112,8 @@ struct entry {
 	int ndim;             /* as stored; only 1 and 2 pass open_ckpt */
 	long shape[2];
 	char dtype[16];       /* e.g. "float32", "int64", "string" */
+	int fits;             /* the shape's bytes fit in memory's sizes and
+			       * the file holds them all */
 	int used;
 };
 
@@ -159,6 +163,16 @@ static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, voi
 	H5Sget_simple_extent_dims(space, dims, NULL);
 	e->shape[0] = (long)dims[0];
 	e->shape[1] = (long)dims[1];
+	/* mtrain's datasets are stored uncompressed: a file holding fewer
+	 * bytes than the shape declares has chunks that were never written
+	 * (they would read as zeros) or a forged shape. */
+	size_t bytes = H5Tget_size(type);
+	e->fits = e->ndim >= 1 && e->ndim <= 2;
+	for (int i = 0; e->fits && i < e->ndim; i++) {
+		e->fits = dims[i] <= (hsize_t)LONG_MAX && (dims[i] == 0 || bytes <= SIZE_MAX / dims[i]);
+		bytes *= e->fits ? dims[i] : 1;
+	}
+	e->fits = e->fits && H5Dget_storage_size(ds) >= bytes;
 	dtype_text(type, e->dtype, sizeof(e->dtype));
 	H5Tclose(type);
 	H5Sclose(space);
@@ -231,6 +245,10 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 		else if (bad_rank)
 			user_error("%s: %s has %d dimensions; expected %s", path, e->name, e->ndim,
 				   is_step ? "shape [1]" : "1 or 2");
+		else if (!e->fits)
+			user_error("%s: %s declares [%lu,%lu] but the file does not hold that many "
+				   "values (unwritten chunks or a forged shape: corrupt)", path, e->name,
+				   (unsigned long)e->shape[0], (unsigned long)e->shape[1]);
 		else
 			continue;
 		free(l->e);

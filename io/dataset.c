@@ -1,6 +1,7 @@
 /* HDF5 data files and the IDX importer of dataset.h. */
 #include "dataset.h"
 #include "check.h"
+#include "h5attr.h"
 #include "log.h"
 
 #include <errno.h>
@@ -92,17 +93,15 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 	}
 	d->classes = (int)ymax + 1;
 	if (H5Aexists(h.ds, "num_classes") > 0) {
-		hid_t a = H5Aopen(h.ds, "num_classes", H5P_DEFAULT);
-		int nc = 0;
-		herr_t ar = H5Aread(a, H5T_NATIVE_INT, &nc);
-		H5Aclose(a);
-		if (ar < 0 || nc < 1) {
-			user_error("%s: attribute y.num_classes is unreadable or below 1", p);
+		int64_t nc = 0;
+		/* One integer: an array or a string is not a class count. */
+		if (h5attr_get_i64(h.ds, "num_classes", &nc) || nc < 1) {
+			user_error("%s: attribute y.num_classes is not one integer of at least 1", p);
 			goto out;
 		}
 		if (ymax >= nc || nc > DATASET_MAX_CLASSES) {
-			user_error("%s: y.num_classes = %d, labels go up to %ld (at most %d classes)",
-				   p, nc, ymax, DATASET_MAX_CLASSES);
+			user_error("%s: y.num_classes = %lld, labels go up to %ld (at most %d classes)",
+				   p, (long long)nc, ymax, DATASET_MAX_CLASSES);
 			goto out;
 		}
 		d->classes = nc;
@@ -130,6 +129,14 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 	if (!is_u8 && !is_f32) {
 		user_error("%s: dataset 'x' has %s of %zu bytes; expected float32 or uint8", p,
 			   H5Tget_class(h.type) == H5T_FLOAT ? "floats" : "integers", H5Tget_size(h.type));
+		goto out;
+	}
+	/* Sizes are int and long here, and rows times columns size_t. */
+	if (h.dims[1] > INT32_MAX || h.dims[0] > INT32_MAX ||
+	    h.dims[0] > SIZE_MAX / sizeof(float) / h.dims[1]) {
+		user_error("%s: dataset 'x' is [%llu, %llu]; mtrain takes at most 2^31 - 1 rows "
+			   "and features", p, (unsigned long long)h.dims[0],
+			   (unsigned long long)h.dims[1]);
 		goto out;
 	}
 	d->n_total = (long)h.dims[0];

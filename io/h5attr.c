@@ -77,9 +77,11 @@ int h5attr_get_i64(hid_t obj, const char *key, int64_t *value)
 {
 	if (H5Aexists(obj, key) <= 0)
 		return -1;
-	hid_t a = H5Aopen(obj, key, H5P_DEFAULT), sp = H5Aget_space(a);
-	/* One number: an array would not fit in *value. */
-	herr_t r = H5Sget_simple_extent_npoints(sp) == 1 ? H5Aread(a, H5T_NATIVE_INT64, value) : -1;
+	hid_t a = H5Aopen(obj, key, H5P_DEFAULT), sp = H5Aget_space(a), t = H5Aget_type(a);
+	/* One integer: an array would not fit in *value. */
+	int one = H5Sget_simple_extent_npoints(sp) == 1 && H5Tget_class(t) == H5T_INTEGER;
+	herr_t r = one ? H5Aread(a, H5T_NATIVE_INT64, value) : -1;
+	H5Tclose(t);
 	H5Sclose(sp);
 	H5Aclose(a);
 	return r < 0 ? -1 : 0;

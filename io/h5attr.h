@@ -11,5 +11,5 @@ int h5attr_put_i64(hid_t obj, const char *key, int64_t value);
 /* The string attribute key of obj, malloc'd, or NULL when absent or not
  * one string. */
 char *h5attr_get_str(hid_t obj, const char *key);
-/* 0 with *value, or -1 when key is absent or not one number. */
+/* 0 with *value, or -1 when key is absent or not one integer. */
 int h5attr_get_i64(hid_t obj, const char *key, int64_t *value);

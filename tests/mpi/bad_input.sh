@@ -3,7 +3,7 @@
 # checkpoint folder, no metrics file.
 . "$(dirname "$0")/lib.sh"
 make_data
-for kind in nan neglabel x1d int16 ylen noy; do "$MKDATA" bad bad-$kind.h5 $kind; done
+for kind in nan neglabel x1d int16 ylen noy ncarray wide; do "$MKDATA" bad bad-$kind.h5 $kind; done
 "$MKDATA" synth wide.h5 30 13 3 1
 echo "not hdf5" >text.h5
 printf 'lr = 0.01\nlerning_rate = 3\n' >typo.conf
@@ -51,6 +51,9 @@ bad "bad-x1d.h5: dataset 'x' has 1 dimensions" "${SMALL[@]}" --data bad-x1d.h5
 bad "bad-int16.h5: dataset 'x' has integers of 2 bytes; expected float32 or uint8" "${SMALL[@]}" --data bad-int16.h5
 bad "bad-ylen.h5: 'y' has 7 rows but 'x' has 8" "${SMALL[@]}" --data bad-ylen.h5
 bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5
+# A class count that is an array overflowed the stack; 2^31 features wrapped an int.
+bad "bad-ncarray.h5: attribute y.num_classes is not one integer" "${SMALL[@]}" --data bad-ncarray.h5
+bad "bad-wide.h5: dataset 'x' is .2, 2147483650.; mtrain takes at most" "${SMALL[@]}" --data bad-wide.h5
 bad "wide.h5: inputs have 13 features but the training set train.h5 has 12" "${SMALL[@]}" --eval-data wide.h5
 bad "--batch 100 is larger than the training set" "${SMALL[@]}" --batch 100
 # Without a GPU, --device cuda is bad input (tests/gpu checks it with one).
@@ -72,7 +75,7 @@ grep -q "^mtrain: error: --metrics /proc/m.jsonl: cannot open" last.err || { cat
 # Checkpoints that mtrain did not write so (edited, or made by other tools):
 # one line each, from resume and inspect alike.
 "$MTRAIN" "${SMALL[@]}" --steps 8 --ckpt-dir good >/dev/null
-for defect in rank3 f64 dup step_in_epoch=100 global_step=-5 vlconfig strarray; do
+for defect in rank3 f64 dup step_in_epoch=100 global_step=-5 vlconfig strarray huge holes; do
 	"$MKDATA" badckpt good/ckpt-00000008.h5 "b-$defect.h5" "$defect"
 done
 bad "b-rank3.h5: dense/kernel has 3 dimensions; expected 1 or 2" "${SMALL[@]}" --resume b-rank3.h5
@@ -82,6 +85,13 @@ bad "global_step 8, epoch 1 and step_in_epoch 100 do not agree with 6 steps per 
 	"${SMALL[@]}" --resume b-step_in_epoch=100.h5
 bad "global_step -5, epoch 1 and step_in_epoch 2 do not agree" "${SMALL[@]}" --resume b-global_step=-5.h5
 bad "b-strarray.h5: not an mtrain checkpoint" "${SMALL[@]}" --resume b-strarray.h5
+# Declared shapes the file does not hold (a forged 2^62-cell kernel crashed
+# inspect; chunks never written read as zeros).
+bad "b-huge.h5: dense/kernel declares .2147483648,2147483648. but the file does not hold" \
+	"${SMALL[@]}" --resume b-huge.h5
+bad "b-holes.h5: dense/kernel declares .12,16. but the file does not hold" "${SMALL[@]}" --resume b-holes.h5
+expect_status 2 "$MTRAIN" inspect b-huge.h5
+grep -q "dense/kernel declares" last.err || { cat last.err; fail "inspect of a forged shape"; }
 expect_status 2 "$MTRAIN" inspect b-rank3.h5
 grep -q "dense/kernel has 3 dimensions" last.err || { cat last.err; fail "inspect of a rank-3 variable"; }
 # A config attribute written as h5py writes strings (variable length) reads.

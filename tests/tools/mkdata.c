@@ -3,9 +3,13 @@
  *
  *   mkdata synth OUT N D C SEED [u8]   N rows, D features, C classes
  *   mkdata slice IN OUT FIRST COUNT    rows [FIRST, FIRST+COUNT) of IN
- *   mkdata bad OUT KIND                KIND: nan neglabel x1d int16 ylen noy
+ *   mkdata bad OUT KIND                KIND: nan neglabel x1d int16 ylen noy,
+ *                                      ncarray (y.num_classes an array of 64),
+ *                                      wide (x declared [2, 2^31 + 2], not stored)
  *   mkdata badckpt IN OUT KIND         a copy of checkpoint IN with one defect
- *                                      in dense/kernel (rank3 f64 dup nan) or its
+ *                                      in dense/kernel (rank3 f64 dup nan; huge:
+ *                                      declared [2^31, 2^31], not stored; holes:
+ *                                      chunks never written) or its
  *                                      root (ATTR=VALUE: an int64 attribute),
  *                                      or written as h5py would (vlconfig: the
  *                                      config attribute a variable-length string;
@@ -76,6 +80,29 @@ static void raw_dataset(hid_t file, const char *name, hid_t type, int nd,
 	H5Sclose(space);
 }
 
+/* A chunked float dataset of shape dims (2-D) at path whose chunks are
+ * never written: it declares far more than the file holds. Its "name"
+ * attribute is name. */
+static void unwritten(hid_t file, const char *path, const char *name, hid_t type,
+		      const hsize_t *dims)
+{
+	hid_t space = H5Screate_simple(2, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+	hsize_t chunk[2] = {1, dims[1] < 1024 ? dims[1] : 1024};
+	H5Pset_chunk(dcpl, 2, chunk);
+	hid_t ds = H5Dcreate2(file, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	hid_t str = H5Tcopy(H5T_C_S1);
+	H5Tset_size(str, strlen(name) + 1);
+	hid_t scalar = H5Screate(H5S_SCALAR);
+	hid_t a = H5Acreate2(ds, "name", str, scalar, H5P_DEFAULT, H5P_DEFAULT);
+	H5Awrite(a, str, name);
+	H5Aclose(a);
+	H5Sclose(scalar);
+	H5Tclose(str);
+	H5Dclose(ds);
+	H5Pclose(dcpl);
+	H5Sclose(space);
+}
+
 /* 8 rows of 4 features with one defect. */
 static int bad(const char *out, const char *kind)
 {
@@ -94,7 +121,10 @@ static int bad(const char *out, const char *kind)
 	if (!strcmp(kind, "neglabel"))
 		y[3] = -1;
 	hid_t file = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-	if (!strcmp(kind, "x1d"))
+	if (!strcmp(kind, "wide")) {
+		hsize_t wide[2] = {2, ((hsize_t)1 << 31) + 2};
+		unwritten(file, "x", "x", H5T_NATIVE_FLOAT, wide);
+	} else if (!strcmp(kind, "x1d"))
 		raw_dataset(file, "x", H5T_NATIVE_FLOAT, 1, d32, x);
 	else if (!strcmp(kind, "int16"))
 		raw_dataset(file, "x", H5T_NATIVE_INT16, 2, d2, x16);
@@ -104,6 +134,18 @@ static int bad(const char *out, const char *kind)
 		raw_dataset(file, "y", H5T_NATIVE_INT32, 1, d7, y);
 	else if (strcmp(kind, "noy"))
 		raw_dataset(file, "y", H5T_NATIVE_INT32, 1, d1, y);
+	if (!strcmp(kind, "ncarray")) {
+		int nc[64];
+		for (int i = 0; i < 64; i++)
+			nc[i] = 1 << 30;
+		hsize_t n64 = 64;
+		hid_t ys = H5Dopen2(file, "y", H5P_DEFAULT), space = H5Screate_simple(1, &n64, NULL);
+		hid_t a = H5Acreate2(ys, "num_classes", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT);
+		H5Awrite(a, H5T_NATIVE_INT, nc);
+		H5Aclose(a);
+		H5Sclose(space);
+		H5Dclose(ys);
+	}
 	return H5Fclose(file) < 0 ? -1 : 0;
 }
 
@@ -173,6 +215,15 @@ static int badckpt(const char *in, const char *out, const char *kind)
 		H5Sclose(ms);
 		H5Sclose(fs);
 		H5Dclose(ds);
+	} else if (!strcmp(kind, "huge") || !strcmp(kind, "holes")) {
+		hid_t ds = H5Dopen2(file, "dense.kernel", H5P_DEFAULT), space = H5Dget_space(ds);
+		hsize_t dims[2] = {(hsize_t)1 << 31, (hsize_t)1 << 31};
+		if (!strcmp(kind, "holes"))
+			H5Sget_simple_extent_dims(space, dims, NULL);
+		H5Sclose(space);
+		H5Dclose(ds);
+		H5Ldelete(file, "dense.kernel", H5P_DEFAULT);
+		unwritten(file, "dense.kernel", "dense/kernel", H5T_NATIVE_FLOAT, dims);
 	} else if (!strcmp(kind, "dup")) {
 		H5Lcopy(file, "dense.kernel", file, "dense.kernel.again", H5P_DEFAULT, H5P_DEFAULT);
 	} else if (!strcmp(kind, "strarray")) {
