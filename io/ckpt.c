@@ -70,7 +70,9 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 {
 	char final[FILE_PATH_LEN], tmp[FILE_PATH_LEN];
 	ckpt_path(dir, meta->global_step, final, sizeof(final));
-	snprintf(tmp, sizeof(tmp), "%s/.ckpt-%08ld.h5.tmp", dir, meta->global_step);
+	/* Unique to this process: no other job's write can collide with it. */
+	snprintf(tmp, sizeof(tmp), "%s/.ckpt-%08ld.h5.%ld.tmp", dir, meta->global_step,
+		 (long)getpid());
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
 	H5_CHECK(H5Pset_obj_track_times(fcpl, 0));

@@ -15,7 +15,8 @@
 #define CKPT_FORMAT "mtrain-checkpoint"
 #define CKPT_FORMAT_VERSION 1
 #define CKPT_NAME_LEN 128
-#define CKPT_MAX_FILES 4096
+/* The lock file of a checkpoint folder. */
+#define CKPT_LOCK_NAME ".mtrain.lock"
 
 /* One float32 variable: written from data, or read into data. */
 struct ckpt_var {
@@ -69,12 +70,28 @@ int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	      struct ckpt_meta *meta);
 /* Reads only the root attributes of path. 0, or RC_CORRUPT with a user_error. */
 int ckpt_read_meta(const char *path, struct ckpt_meta *meta);
-/* Checkpoint files of dir, newest first, into paths (each CKPT path). Returns
- * how many (0 when dir does not exist). */
-int ckpt_list(const char *dir, char (*paths)[FILE_PATH_LEN], int max);
+/* One checkpoint file of a folder. */
+struct ckpt_file {
+	char path[FILE_PATH_LEN]; /* e.g. "checkpoints/ckpt-00002340.h5" */
+	long step;                /* e.g. 2340 */
+};
+/* The checkpoint files of dir, newest first, however many: a malloc'd
+ * array of *n (NULL and 0 when dir does not exist or holds none). */
+struct ckpt_file *ckpt_list(const char *dir, int *n);
+/* A user_error (-1) when something that is not a regular file stands under
+ * a checkpoint's name in dir (a write there would fail at that step). */
+int ckpt_check_names(const char *dir);
+/* Takes dir's lock for this process and records "host pid start-time" in
+ * it: the descriptor, or -1 with a user_error naming the holder when
+ * another job has it. Advisory locking (flock) where the file system has
+ * it, so a dead job's lock is free; elsewhere a recorded holder on this
+ * host whose pid is gone is taken over. */
+int ckpt_lock(const char *dir);
+/* Releases the lock (removing its file); -1 is a no-op. */
+void ckpt_unlock(const char *dir, int fd);
 /* Deletes all but the newest keep checkpoints of dir at or below step upto
  * (those above belong to another run and are left alone), and temporary
- * files a crashed write left. */
+ * files a crashed write left. The caller holds dir's lock. */
 void ckpt_prune(const char *dir, int keep, long upto);
 /* Reads every float32 variable of path: *vars is a malloc'd array of *n
  * entries, each data malloc'd (free with ckpt_free_vars). 0, or RC_CORRUPT with a

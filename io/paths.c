@@ -2,6 +2,7 @@
 #include "paths.h"
 #include "log.h"
 #include "mtrain.h"
+#include "ckpt.h"
 #include "config.h"
 
 #include <errno.h>
@@ -86,7 +87,8 @@ static int check_timeline(const struct config *cfg)
 
 int paths_check_outputs(const struct config *cfg)
 {
-	if (path_check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL))
+	if (path_check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL) ||
+	    ckpt_check_names(cfg->ckpt_dir))
 		return -1;
 	if (cfg->metrics[0] && path_check_writable("--metrics", cfg->metrics, 0, cfg->ckpt_dir))
 		return -1;

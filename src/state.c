@@ -92,15 +92,12 @@ void state_send(struct state *s, struct comm *c)
  * auto would take them: say so. */
 static void warn_newer_checkpoints(const char *dir, long start)
 {
-	char (*paths)[FILE_PATH_LEN] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
-	long newest = -1;
-	int n = ckpt_list(dir, paths, CKPT_MAX_FILES);
-	if (n > 0)
-		sscanf(strrchr(paths[0], '/') + 1, "ckpt-%ld.h5", &newest);
-	if (n > 0 && newest > start)
+	int n;
+	struct ckpt_file *files = ckpt_list(dir, &n);
+	if (n > 0 && files[0].step > start)
 		log_warn("%s holds %s from another run, past this run's step %ld: a later "
-			 "--resume auto would continue that run", dir, paths[0], start);
-	free(paths);
+			 "--resume auto would continue that run", dir, files[0].path, start);
+	free(files);
 }
 
 /* Rank 0: the checkpoint --resume names, read into the staging; its path
@@ -115,19 +112,19 @@ static void find_checkpoint(struct state *s, const struct config *cfg, struct ck
 			snprintf(used, len, "%s", cfg->resume);
 		return;
 	}
-	char (*paths)[FILE_PATH_LEN] = xmalloc(sizeof(*paths) * CKPT_MAX_FILES);
-	int n = ckpt_list(cfg->ckpt_dir, paths, CKPT_MAX_FILES);
+	int n;
+	struct ckpt_file *files = ckpt_list(cfg->ckpt_dir, &n);
 	for (int i = 0; i < n && !used[0]; i++) {
-		int rc = state_read(s, paths[i], 0, m);
+		int rc = state_read(s, files[i].path, 0, m);
 		if (rc == 0)
-			snprintf(used, len, "%s", paths[i]);
+			snprintf(used, len, "%s", files[i].path);
 		else if (rc == RC_CORRUPT) {
 			log_warn("skipping checkpoint: %s", user_error_text());
 			user_error_clear();
 		} else
 			break;
 	}
-	free(paths);
+	free(files);
 }
 
 /* Rank 0: whether the checkpoint at used fits run; a user error if not. */

@@ -6,6 +6,7 @@
 #include "train.h"
 #include "agree.h"
 #include "check.h"
+#include "ckpt.h"
 #include "dataset.h"
 #include "default_data.h"
 #include "ema.h"
@@ -55,6 +56,7 @@ struct trainer {
 	struct timing t;
 	int profile;
 	int tracing;                  /* the timeline records this step */
+	int lock;                     /* rank 0: --ckpt-dir's lock, or -1 */
 };
 
 static volatile sig_atomic_t g_stop_signal;
@@ -295,9 +297,13 @@ static int setup(struct trainer *t)
 		int made = mkdir(cfg->ckpt_dir, 0777) == 0;
 		if (!made && errno != EEXIST)
 			user_error("--ckpt-dir %s: cannot create: %s", cfg->ckpt_dir, strerror(errno));
-		else if ((metrics_open(cfg->metrics) ||
-			  tensorboard_open(cfg->tensorboard, t->at.global_step)) && made)
-			rmdir(cfg->ckpt_dir); /* the run did not start: leave nothing */
+		else if ((t->lock = ckpt_lock(cfg->ckpt_dir)) < 0 || metrics_open(cfg->metrics) ||
+			 tensorboard_open(cfg->tensorboard, t->at.global_step)) {
+			ckpt_unlock(cfg->ckpt_dir, t->lock);
+			t->lock = -1;
+			if (made)
+				rmdir(cfg->ckpt_dir); /* the run did not start: leave nothing */
+		}
 	}
 	if (comm_user_errors(c))
 		return -1;
@@ -324,6 +330,7 @@ static void teardown(struct trainer *t)
 		t->be->free_host(t->be, t->staged[i].y);
 	}
 	free(t->config_text);
+	ckpt_unlock(t->cfg->ckpt_dir, t->lock);
 	backend_unselect(t->be, t->comm);
 }
 
@@ -413,6 +420,7 @@ int train_main(struct config *cfg, struct comm *c)
 	t.cfg = cfg;
 	t.comm = c;
 	t.profile = getenv("MTRAIN_PROFILE") != NULL;
+	t.lock = -1;
 	c->timeout = cfg->comm_timeout;
 	int status = EXIT_USER;
 	if (agree_config(cfg, c) == 0 && setup(&t) == 0) {
