@@ -45,8 +45,11 @@ static int write_var(hid_t file, const char *name, hid_t type, int nd,
 	H5_CHECK(H5Pset_fletcher32(dcpl));
 	H5_CHECK(H5Pset_obj_track_times(dcpl, 0));
 	hid_t ds = H5Dcreate2(file, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	size_t bytes = H5Tget_size(type) * (size_t)dims[0] * (nd > 1 ? (size_t)dims[1] : 1);
+	int64_t digest = (int64_t)fnv1a64(FNV1A64_INIT, data, bytes);
 	int rc = ds < 0 || H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ||
-			 h5attr_put_str(ds, "name", name)
+			 h5attr_put_str(ds, "name", name) ||
+			 h5attr_put_i64(ds, CKPT_DIGEST_ATTR, digest)
 		     ? -1
 		     : 0;
 	if (ds >= 0)
@@ -74,10 +77,14 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 	snprintf(tmp, sizeof(tmp), "%s/.ckpt-%08ld.h5.%ld.tmp", dir, meta->global_step,
 		 (long)getpid());
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+	hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), fapl = H5Pcreate(H5P_FILE_ACCESS);
 	H5_CHECK(H5Pset_obj_track_times(fcpl, 0));
-	hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+	/* HDF5 1.10's file format: superblock, object headers and chunk
+	 * indexes carry checksums, so metadata corruption is detected too. */
+	H5_CHECK(H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST));
+	hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
 	H5Pclose(fcpl);
+	H5Pclose(fapl);
 	if (file < 0) {
 		log_error("cannot write checkpoint %s: %s", final, strerror(errno ? errno : EIO));
 		unlink(tmp);
@@ -113,9 +120,11 @@ struct entry {
 	char path[CKPT_NAME_LEN];
 	int ndim;             /* as stored; only 1 and 2 pass open_ckpt */
 	long shape[2];
-	char dtype[16];       /* e.g. "float32", "int64", "string" */
+	char dtype[48];       /* e.g. "float32", "int64", "string" */
 	int fits;             /* the shape's bytes fit in memory's sizes and
 			       * the file holds them all */
+	int has_digest;       /* CKPT_DIGEST_ATTR, required from format 2 */
+	uint64_t digest;      /* FNV-1a 64 of the values as written */
 	int used;
 };
 
@@ -123,10 +132,18 @@ struct entry {
 static void dtype_text(hid_t type, char *buf, size_t len)
 {
 	size_t bits = 8 * H5Tget_size(type);
-	switch (H5Tget_class(type)) {
-	case H5T_FLOAT: snprintf(buf, len, "float%zu", bits); break;
+	H5T_class_t class = H5Tget_class(type);
+	/* float32 and int64 only as the IEEE little-endian types mtrain
+	 * writes: a damaged datatype message would misread every value. */
+	int odd = (class == H5T_FLOAT && bits == 32 && H5Tequal(type, H5T_IEEE_F32LE) <= 0) ||
+		  (class == H5T_INTEGER && bits == 64 && H5Tget_sign(type) != H5T_SGN_NONE &&
+		   H5Tequal(type, H5T_STD_I64LE) <= 0);
+	const char *note = odd ? " (not IEEE little-endian)" : "";
+	switch (class) {
+	case H5T_FLOAT: snprintf(buf, len, "float%zu%s", bits, note); break;
 	case H5T_INTEGER:
-		snprintf(buf, len, "%sint%zu", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", bits);
+		snprintf(buf, len, "%sint%zu%s", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", bits,
+			 note);
 		break;
 	case H5T_STRING: snprintf(buf, len, "string"); break;
 	default: snprintf(buf, len, "non-numeric"); break;
@@ -155,6 +172,9 @@ static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, voi
 	hid_t ds = H5Dopen2(group, path, H5P_DEFAULT);
 	if (ds < 0)
 		return -1;
+	int64_t digest = 0;
+	e->has_digest = h5attr_get_i64(ds, CKPT_DIGEST_ATTR, &digest) == 0;
+	e->digest = (uint64_t)digest;
 	char *name = h5attr_get_str(ds, "name");
 	snprintf(e->name, sizeof(e->name), "%s", name ? name : path);
 	free(name);
@@ -236,6 +256,8 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 		int is_step = !strcmp(e->name, "global_step");
 		const char *want = is_step ? "int64" : "float32";
 		int bad_rank = is_step ? e->ndim != 1 || e->shape[0] != 1 : e->ndim < 1 || e->ndim > 2;
+		char where[CKPT_NAME_LEN];
+		file_path_of(e->name, where, sizeof(where));
 		const char *dup = NULL;
 		for (int j = 0; j < i && !dup; j++)
 			if (!strcmp(l->e[j].name, e->name))
@@ -247,6 +269,9 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 		else if (bad_rank)
 			user_error("%s: %s has %d dimensions; expected %s", path, e->name, e->ndim,
 				   is_step ? "shape [1]" : "1 or 2");
+		else if (strcmp(where, e->path))
+			user_error("%s: %s is stored as %s, not where its name puts it (edited or "
+				   "corrupt)", path, e->name, e->path);
 		else if (!e->fits)
 			user_error("%s: %s declares [%lu,%lu] but the file does not hold that many "
 				   "values (unwritten chunks or a forged shape: corrupt)", path, e->name,
@@ -260,6 +285,49 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 	return file;
 }
 
+/* Reads e's values (cells of native type mem) into data and checks them
+ * against the digest stored with them (required from format 2): 0, or
+ * RC_CORRUPT with a user_error naming the variable and the check. */
+static int read_checked(hid_t file, const struct entry *e, const char *path, int version,
+			hid_t mem, void *data)
+{
+	hid_t ds = H5Dopen2(file, e->path, H5P_DEFAULT);
+	int ok = ds >= 0 && H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0;
+	if (ds >= 0)
+		H5Dclose(ds);
+	if (!ok)
+		return user_error("%s: %s fails its checksum or cannot be read (corrupt)", path,
+				  e->name), RC_CORRUPT;
+	size_t bytes = H5Tget_size(mem) * (size_t)e->shape[0] * (e->ndim > 1 ? (size_t)e->shape[1] : 1);
+	if (e->has_digest && fnv1a64(FNV1A64_INIT, data, bytes) != e->digest)
+		return user_error("%s: %s does not match its digest (corrupt)", path, e->name),
+		       RC_CORRUPT;
+	if (!e->has_digest && version >= 2)
+		return user_error("%s: %s has no digest (%s); format %d stores one (corrupt)", path,
+				  e->name, CKPT_DIGEST_ATTR, version), RC_CORRUPT;
+	return 0;
+}
+
+/* The global_step dataset must say what the root attribute says. */
+static int check_step(hid_t file, const struct listing *l, const char *path,
+		      const struct ckpt_meta *m)
+{
+	for (int i = 0; i < l->n; i++) {
+		int64_t step = 0;
+		if (strcmp(l->e[i].name, "global_step"))
+			continue;
+		if (read_checked(file, &l->e[i], path, m->format_version, H5T_NATIVE_INT64, &step))
+			return RC_CORRUPT;
+		if (step != m->global_step)
+			return user_error("%s: the global_step dataset holds %lld, the root attribute "
+					  "%ld (edited or corrupt)", path, (long long)step,
+					  m->global_step), RC_CORRUPT;
+		return 0;
+	}
+	return m->format_version >= 2 ? user_error("%s: no global_step dataset (corrupt)", path),
+	       RC_CORRUPT : 0;
+}
+
 /* open_ckpt, then read_meta into a zeroed meta: the file, or RC_CORRUPT (user
  * error) with nothing left open. */
 static hid_t open_with_meta(const char *path, struct listing *l, struct ckpt_meta *meta)
@@ -268,7 +336,7 @@ static hid_t open_with_meta(const char *path, struct listing *l, struct ckpt_met
 	hid_t file = open_ckpt(path, l);
 	if (file < 0)
 		return RC_CORRUPT;
-	if (ckpt_meta_read(file, path, meta)) {
+	if (ckpt_meta_read(file, path, meta) || check_step(file, l, path, meta)) {
 		free(meta->config);
 		meta->config = NULL;
 		free(l->e);
@@ -323,15 +391,8 @@ int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 			       vars[i].name, have, want);
 			continue;
 		}
-		hid_t ds = H5Dopen2(file, e->path, H5P_DEFAULT);
-		if (ds < 0 || H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-				      vars[i].data) < 0) {
-			user_error("%s: %s fails its checksum or cannot be read (corrupt)", path,
-				   vars[i].name);
-			rc = RC_CORRUPT;
-		}
-		if (ds >= 0)
-			H5Dclose(ds);
+		rc = read_checked(file, e, path, meta->format_version, H5T_NATIVE_FLOAT,
+				  vars[i].data);
 	}
 	for (int j = 0; !rc && !allow_extra && j < l.n; j++) {
 		if (l.e[j].used || !strcmp(l.e[j].name, "global_step"))
@@ -378,22 +439,15 @@ int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_
 	int count = 0;
 	for (int j = 0; !rc && j < l.n; j++) {
 		struct entry *e = &l.e[j];
-		hid_t ds = H5Dopen2(file, e->path, H5P_DEFAULT);
-		hid_t type = H5Dget_type(ds);
-		int is_float = H5Tget_class(type) == H5T_FLOAT;
-		H5Tclose(type);
-		if (is_float) {
-			struct ckpt_var *cv = &v[count++];
-			snprintf(cv->name, sizeof(cv->name), "%s", e->name);
-			cv->ndim = e->ndim;
-			cv->shape[0] = e->shape[0];
-			cv->shape[1] = e->ndim > 1 ? e->shape[1] : 0;
-			cv->data = xmalloc(ckpt_var_cells(cv) * sizeof(float));
-			if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, cv->data) < 0)
-				rc = RC_CORRUPT, user_error("%s: %s fails its checksum or cannot be read (corrupt)",
-						    path, e->name);
-		}
-		H5Dclose(ds);
+		if (!strcmp(e->name, "global_step")) /* checked by open_with_meta */
+			continue;
+		struct ckpt_var *cv = &v[count++];
+		snprintf(cv->name, sizeof(cv->name), "%s", e->name);
+		cv->ndim = e->ndim;
+		cv->shape[0] = e->shape[0];
+		cv->shape[1] = e->ndim > 1 ? e->shape[1] : 0;
+		cv->data = xmalloc(ckpt_var_cells(cv) * sizeof(float));
+		rc = read_checked(file, e, path, meta->format_version, H5T_NATIVE_FLOAT, cv->data);
 	}
 	free(l.e);
 	H5Fclose(file);

@@ -13,7 +13,11 @@
 #include "mtrain.h"
 
 #define CKPT_FORMAT "mtrain-checkpoint"
-#define CKPT_FORMAT_VERSION 1
+/* 2: HDF5 1.10's checksummed metadata, a digest of every variable's values
+ * and of the root attributes. Version 1 files still read. */
+#define CKPT_FORMAT_VERSION 2
+/* Each dataset's FNV-1a 64 of its values as written (int64). */
+#define CKPT_DIGEST_ATTR "fnv1a64"
 #define CKPT_NAME_LEN 128
 /* The lock file of a checkpoint folder. */
 #define CKPT_LOCK_NAME ".mtrain.lock"
@@ -48,6 +52,8 @@ struct ckpt_meta {
 	char *config;        /* the full configuration, key = value lines */
 	char created[64];    /* UTC, ISO 8601 */
 	char version[32];    /* mtrain version */
+	uint64_t digest;     /* FNV-1a 64 of the fields above (format 2 on);
+			      * ckpt_write computes it */
 };
 
 /* "dir/ckpt-00002340.h5" */

@@ -4,6 +4,8 @@
 #include "h5attr.h"
 #include "log.h"
 
+#include "hash.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,8 @@
  * format version v must hold a field only if it is required and since <= v;
  * otherwise a missing field reads as its default, so a field added later is
  * one row and older files still read. */
+#define DIGEST_KEY "meta_fnv1a64"
+
 enum field_type { F_LONG, F_INT, F_U64, F_CHARS, F_TEXT };
 
 struct field {
@@ -41,8 +45,10 @@ static const struct field fields[] = {
 	FIELD("config", F_TEXT, config, 0, 1),
 	FIELD("created", F_CHARS, created, 0, 1),
 	FIELD("mtrain_version", F_CHARS, version, 0, 1),
+	FIELD(DIGEST_KEY, F_U64, digest, 1, 2), /* last: of every row above */
 };
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+
 
 /* A number field of m as stored. */
 static int64_t field_num(const struct field *f, const struct ckpt_meta *m)
@@ -58,6 +64,26 @@ static const char *field_str(const struct field *f, const struct ckpt_meta *m)
 {
 	const char *p = (const char *)m + f->offset;
 	return f->type == F_CHARS ? p : *(char *const *)p;
+}
+
+/* FNV-1a 64 of every field but the digest: each key, then its value as
+ * stored (an int64, or a string with its NUL; an absent one as ""). An
+ * edited or flipped root attribute no longer matches. */
+static uint64_t meta_digest(const struct ckpt_meta *m)
+{
+	uint64_t h = FNV1A64_INIT;
+	for (size_t i = 0; i + 1 < N_FIELDS; i++) {
+		const struct field *f = &fields[i];
+		h = fnv1a64(h, f->key, strlen(f->key) + 1);
+		if (f->type >= F_CHARS) {
+			const char *s = field_str(f, m);
+			h = fnv1a64(h, s ? s : "", strlen(s ? s : "") + 1);
+		} else {
+			int64_t v = field_num(f, m);
+			h = fnv1a64(h, &v, sizeof(v));
+		}
+	}
+	return h;
 }
 
 /* Reads f into a zeroed m: 0, or -1 when missing or unreadable (m then holds
@@ -97,12 +123,14 @@ static int field_put(hid_t file, const struct field *f, const struct ckpt_meta *
 	return h5attr_put_i64(file, f->key, field_num(f, m));
 }
 
-int ckpt_meta_write(hid_t file, const struct ckpt_meta *m)
+int ckpt_meta_write(hid_t file, const struct ckpt_meta *meta)
 {
+	struct ckpt_meta m = *meta;
+	m.digest = meta_digest(&m);
 	int bad = h5attr_put_str(file, "format", CKPT_FORMAT) ||
 		  h5attr_put_i64(file, "format_version", CKPT_FORMAT_VERSION);
 	for (size_t i = 0; i < N_FIELDS; i++)
-		bad = bad || field_put(file, &fields[i], m);
+		bad = bad || field_put(file, &fields[i], &m);
 	return bad ? -1 : 0;
 }
 
@@ -125,6 +153,9 @@ int ckpt_meta_read(hid_t file, const char *path, struct ckpt_meta *m)
 				  (long long)version, CKPT_FORMAT_VERSION > 1 ? "s" : "",
 				  CKPT_FORMAT_VERSION > 1 ? "1 to " : "", CKPT_FORMAT_VERSION);
 	m->format_version = (int)version;
+	if (version >= 2 && meta_digest(m) != m->digest)
+		return user_error("%s: root attributes do not match their digest (%s): edited or "
+				  "corrupt", path, DIGEST_KEY);
 	return 0;
 }
 

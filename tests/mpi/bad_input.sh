@@ -75,15 +75,15 @@ grep -q "^mtrain: error: --metrics /proc/m.jsonl: cannot open" last.err || { cat
 # Checkpoints that mtrain did not write so (edited, or made by other tools):
 # one line each, from resume and inspect alike.
 "$MTRAIN" "${SMALL[@]}" --steps 8 --ckpt-dir good >/dev/null
-for defect in rank3 f64 dup step_in_epoch=100 global_step=-5 vlconfig strarray huge holes; do
+for defect in rank3 f64 dup forge:step_in_epoch=100 forge:global_step=-5 vlconfig strarray huge holes; do
 	"$MKDATA" badckpt good/ckpt-00000008.h5 "b-$defect.h5" "$defect"
 done
 bad "b-rank3.h5: dense/kernel has 3 dimensions; expected 1 or 2" "${SMALL[@]}" --resume b-rank3.h5
 bad "b-f64.h5: dense/kernel is float64; expected float32" "${SMALL[@]}" --resume b-f64.h5
 bad "b-dup.h5: dense/kernel is stored twice" "${SMALL[@]}" --resume b-dup.h5
 bad "global_step 8, epoch 1 and step_in_epoch 100 do not agree with 6 steps per epoch" \
-	"${SMALL[@]}" --resume b-step_in_epoch=100.h5
-bad "global_step -5, epoch 1 and step_in_epoch 2 do not agree" "${SMALL[@]}" --resume b-global_step=-5.h5
+	"${SMALL[@]}" --resume b-forge:step_in_epoch=100.h5
+bad "global_step -5, epoch 1 and step_in_epoch 2 do not agree" "${SMALL[@]}" --resume b-forge:global_step=-5.h5
 bad "b-strarray.h5: not an mtrain checkpoint" "${SMALL[@]}" --resume b-strarray.h5
 # Declared shapes the file does not hold (a forged 2^62-cell kernel crashed
 # inspect; chunks never written read as zeros).

@@ -10,11 +10,18 @@
  *                                      in dense/kernel (rank3 f64 dup nan; huge:
  *                                      declared [2^31, 2^31], not stored; holes:
  *                                      chunks never written) or its
- *                                      root (ATTR=VALUE: an int64 attribute),
+ *                                      root (ATTR=VALUE: an int64 attribute, as a
+ *                                      byte edit would: its digest then fails;
+ *                                      forge:ATTR=VALUE: rewritten whole, digests
+ *                                      and all, as a valid file of another run),
+ *                                      be (the kernel as big-endian float32),
+ *                                      moved (the kernel at another path),
+ *                                      stepdset (the global_step dataset + 1),
  *                                      or written as h5py would (vlconfig: the
  *                                      config attribute a variable-length string;
  *                                      strarray: format an array of 4 strings)
  */
+#include "ckpt.h"
 #include "dataset.h"
 #include "log.h"
 #include "rng.h"
@@ -24,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Class c's inputs scatter around a random centre: learnable, not trivial. */
 static int synth(const char *out, long n, int d, int c, uint64_t seed, int u8)
@@ -186,8 +194,48 @@ static void restore_as(hid_t file, const char *path, const char *name, hid_t typ
 	free(v);
 }
 
+/* A valid checkpoint whose root attribute key is value: read whole and
+ * written again by ckpt_write, so every digest matches. */
+static int forge(const char *in, const char *out, const char *key, long value)
+{
+	struct ckpt_var *vars;
+	struct ckpt_meta m;
+	int n;
+	if (ckpt_read_all(in, &vars, &n, &m))
+		return -1;
+	if (!strcmp(key, "batch"))
+		m.batch = (int)value;
+	else if (!strcmp(key, "global_step"))
+		m.global_step = value;
+	else if (!strcmp(key, "epoch"))
+		m.epoch = value;
+	else if (!strcmp(key, "step_in_epoch"))
+		m.step_in_epoch = value;
+	else if (!strcmp(key, "seed"))
+		m.seed = (uint64_t)value;
+	else
+		return fprintf(stderr, "mkdata: cannot forge '%s'\n", key), -1;
+	char dir[1100], path[1200], cmd[4096];
+	snprintf(dir, sizeof(dir), "%s.forge.d", out);
+	mkdir(dir, 0700);
+	int rc = ckpt_write(dir, vars, n, &m);
+	ckpt_path(dir, m.global_step, path, sizeof(path));
+	rc = rc || rename(path, out);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	rc = system(cmd) || rc;
+	ckpt_free_vars(vars, n);
+	free(m.config);
+	return rc ? -1 : 0;
+}
+
 static int badckpt(const char *in, const char *out, const char *kind)
 {
+	if (!strncmp(kind, "forge:", 6) && strchr(kind, '=')) {
+		char key[64];
+		const char *eq = strchr(kind, '=');
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - kind - 6), kind + 6);
+		return forge(in, out, key, strtol(eq + 1, NULL, 10));
+	}
 	char cmd[4096];
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", in, out);
 	if (system(cmd))
@@ -201,6 +249,17 @@ static int badckpt(const char *in, const char *out, const char *kind)
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - kind), kind);
 		int64_t value = strtoll(eq + 1, NULL, 10);
 		put_attr(file, key, H5T_NATIVE_INT64, &value);
+	} else if (!strcmp(kind, "be")) {
+		restore_as(file, "dense.kernel", "dense/kernel", H5T_IEEE_F32BE, 0);
+	} else if (!strcmp(kind, "moved")) {
+		H5Lmove(file, "dense.kernel", file, "dense.kernel2", H5P_DEFAULT, H5P_DEFAULT);
+	} else if (!strcmp(kind, "stepdset")) {
+		hid_t ds = H5Dopen2(file, "global_step", H5P_DEFAULT);
+		int64_t step = 0;
+		H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &step);
+		step++;
+		H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &step);
+		H5Dclose(ds);
 	} else if (!strcmp(kind, "rank3")) {
 		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_FLOAT, 1);
 	} else if (!strcmp(kind, "f64")) {

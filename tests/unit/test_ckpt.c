@@ -158,28 +158,30 @@ static void check_round_trip(const char *dir, struct fixture *f, char *path, siz
 	free(only.config);
 }
 
-/* The root attributes as every earlier mtrain wrote them: 9 int64 scalars
- * and 5 fixed-length strings, nothing else. */
+/* The root attributes as mtrain writes them: 11 int64 scalars (format 2
+ * added the digest of the others) and 4 fixed-length strings, nothing
+ * else. */
 static void check_attr_format(const char *path, const struct fixture *f)
 {
 	static const char *const nums[] = {"format_version", "global_step", "epoch",
-		"step_in_epoch", "batch", "seed", "world_size", "input_dim", "classes", "train_rows"};
+		"step_in_epoch", "batch", "seed", "world_size", "input_dim", "classes", "train_rows",
+		"meta_fnv1a64"};
 	const char *strs[][2] = {{"format", CKPT_FORMAT}, {"config", f->meta.config},
 		{"created", f->meta.created}, {"mtrain_version", f->meta.version}};
 	hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	EXPECT(file >= 0);
 	H5O_info_t info;
-	EXPECT(H5Oget_info_by_name(file, ".", &info, H5P_DEFAULT) >= 0 && info.num_attrs == 14);
-	for (int i = 0; i < 14; i++) {
-		int num = i < 10;
-		const char *key = num ? nums[i] : strs[i - 10][0];
+	EXPECT(H5Oget_info_by_name(file, ".", &info, H5P_DEFAULT) >= 0 && info.num_attrs == 15);
+	for (int i = 0; i < 15; i++) {
+		int num = i < 11;
+		const char *key = num ? nums[i] : strs[i - 11][0];
 		hid_t a = H5Aopen(file, key, H5P_DEFAULT), t = H5Aget_type(a), sp = H5Aget_space(a);
 		int ok = a >= 0 && H5Sget_simple_extent_type(sp) == H5S_SCALAR;
 		if (num)
 			ok = ok && H5Tequal(t, H5T_NATIVE_INT64) > 0;
 		else
 			ok = ok && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0 &&
-			     H5Tget_size(t) == strlen(strs[i - 10][1]) + 1;
+			     H5Tget_size(t) == strlen(strs[i - 11][1]) + 1;
 		if (!ok)
 			fprintf(stderr, "root attribute %s: not as mtrain writes it\n", key);
 		EXPECT(ok);
@@ -218,15 +220,31 @@ static int copy_edited(const char *src, const char *dir, const char *name, const
 	return rc;
 }
 
-/* config, created and mtrain_version are optional: a file without them
- * reads with NULL and "?", and inspect says so. */
+/* config, created and mtrain_version are optional: a file of format 1
+ * (no digest of the root attributes, which format 2 requires) without them
+ * reads with NULL and "?", and inspect says so. In a format 2 file the
+ * digest tells their removal. */
 static void check_optional(const char *dir, const char *path, const struct fixture *f)
 {
 	char p[1200], q[1200];
-	EXPECT(copy_edited(path, dir, "opt1.h5", "config", NULL, p, sizeof(p)) == 0);
+	const int64_t one = 1;
+	struct ckpt_meta m;
+	EXPECT(copy_edited(path, dir, "v2opt.h5", "config", NULL, p, sizeof(p)) == 0);
+	user_error_clear();
+	EXPECT(ckpt_read_meta(p, &m) == -2);
+	EXPECT(contains(user_error_text(), "root attributes do not match their digest"));
+	EXPECT(copy_edited(path, dir, "v1a.h5", "meta_fnv1a64", NULL, q, sizeof(q)) == 0);
+	user_error_clear();
+	EXPECT(ckpt_read_meta(q, &m) == -2);
+	EXPECT(contains(user_error_text(), "root attribute 'meta_fnv1a64' missing"));
+	EXPECT(copy_edited(q, dir, "v1.h5", "format_version", &one, p, sizeof(p)) == 0);
+	user_error_clear();
+	EXPECT(ckpt_read_meta(p, &m) == 0 && m.format_version == 1);
+	free(m.config);
+	EXPECT(copy_edited(p, dir, "opt1.h5", "config", NULL, q, sizeof(q)) == 0);
+	memcpy(p, q, sizeof(p));
 	EXPECT(copy_edited(p, dir, "opt2.h5", "created", NULL, q, sizeof(q)) == 0);
 	EXPECT(copy_edited(q, dir, "opt3.h5", "mtrain_version", NULL, p, sizeof(p)) == 0);
-	struct ckpt_meta m;
 	user_error_clear();
 	EXPECT(ckpt_read_meta(p, &m) == 0);
 	EXPECT(!user_error_pending());
@@ -240,7 +258,7 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 	EXPECT(ckpt_inspect(p, 0, out) == 0);
 	fclose(out);
 	EXPECT(contains(text, "\nconfig          (absent)\ncreated         ?\n"
-			      "mtrain_version  ?\nname "));
+			      "mtrain_version  ?\nmeta_fnv1a64    "));
 	free(text);
 
 	/* A NULL config is written as "", as before. */
@@ -258,8 +276,9 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 static void check_required(const char *dir, const char *path)
 {
 	static const char *const keys[] = {"global_step", "epoch", "step_in_epoch", "batch",
-		"seed", "world_size", "input_dim", "classes", "train_rows", "format_version"};
-	for (int i = 0; i < 10; i++) {
+		"seed", "world_size", "input_dim", "classes", "train_rows", "format_version",
+		"meta_fnv1a64"};
+	for (int i = 0; i < 11; i++) {
 		char p[1200], want[128];
 		EXPECT(copy_edited(path, dir, "req.h5", keys[i], NULL, p, sizeof(p)) == 0);
 		struct ckpt_meta m;
@@ -275,16 +294,16 @@ static void check_required(const char *dir, const char *path)
 /* Format versions 1 to CKPT_FORMAT_VERSION read; 0 and newer ones do not. */
 static void check_versions(const char *dir, const char *path)
 {
-	const int64_t versions[3] = {CKPT_FORMAT_VERSION, CKPT_FORMAT_VERSION + 1, 0};
-	for (int i = 0; i < 3; i++) {
+	const int64_t versions[4] = {CKPT_FORMAT_VERSION, 1, CKPT_FORMAT_VERSION + 1, 0};
+	for (int i = 0; i < 4; i++) {
 		char p[1200], want[64];
 		EXPECT(copy_edited(path, dir, "ver.h5", "format_version", &versions[i], p, sizeof(p)) == 0);
 		struct ckpt_meta m;
 		user_error_clear();
 		int rc = ckpt_read_meta(p, &m);
 		snprintf(want, sizeof(want), "format version %lld;", (long long)versions[i]);
-		if (i == 0) {
-			EXPECT(rc == 0 && m.format_version == CKPT_FORMAT_VERSION);
+		if (i < 2) {
+			EXPECT(rc == 0 && m.format_version == versions[i]);
 			free(m.config);
 			continue;
 		}
@@ -441,7 +460,7 @@ static void check_inspect(const char *path, const struct fixture *f)
 	for (const char *c = f->meta.config; *c; c++)
 		lines += *c == '\n';
 	snprintf(want, sizeof(want), "\nconfig          %d lines\ncreated         "
-		 "2025-01-02T03:04:05Z\nmtrain_version  0.1.0-test\nname ", lines);
+		 "2025-01-02T03:04:05Z\nmtrain_version  0.1.0-test\nmeta_fnv1a64    ", lines);
 	EXPECT(lines > 10 && contains(text, want));
 	EXPECT(contains(text, "\nglobal_step                                  [1]          int64    "));
 	free(text);
