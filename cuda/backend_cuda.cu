@@ -19,6 +19,7 @@ struct cuda_ctx {
 	cudaStream_t stream;   /* compute stream */
 	cublasHandle_t blas;
 	void *workspace;       /* cuBLAS's, CUBLAS_WORKSPACE_BYTES */
+	unsigned *flag;        /* (1) device: nonfinite's answer */
 	cublasComputeType_t compute; /* CUBLAS_COMPUTE_32F or ..._FAST_16BF */
 };
 
@@ -131,6 +132,16 @@ static void cu_ema_update(const struct backend *be, float *shadow, const float *
 	cuda_ema_update(shadow, w, n, decay, stream_of(be));
 }
 
+static int cu_nonfinite(const struct backend *be, const float *x, size_t n)
+{
+	struct cuda_ctx *c = ctx_of(be);
+	unsigned bad = 0;
+	cuda_nonfinite(c->flag, x, n, c->stream);
+	CUDA_CHECK(cudaMemcpyAsync(&bad, c->flag, sizeof(bad), cudaMemcpyDeviceToHost, c->stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	return bad != 0;
+}
+
 static void cu_synchronize(const struct backend *be)
 {
 	CUDA_CHECK(cudaStreamSynchronize(stream_of(be)));
@@ -159,6 +170,7 @@ static void cu_close(const struct backend *be)
 	CUDA_CHECK(cudaStreamSynchronize(x->stream));
 	CUBLAS_CHECK(cublasDestroy(x->blas));
 	CUDA_CHECK(cudaFree(x->workspace));
+	CUDA_CHECK(cudaFree(x->flag));
 	CUDA_CHECK(cudaStreamDestroy(x->stream));
 	log_set_device(-1);
 	free(x);
@@ -185,6 +197,7 @@ static const struct backend cuda_table = {
 	.xent = cu_xent,
 	.optim_update = cu_optim_update,
 	.ema_update = cu_ema_update,
+	.nonfinite = cu_nonfinite,
 	.synchronize = cu_synchronize,
 	.stream = cu_stream,
 	.set_precision = cu_set_precision,
@@ -249,6 +262,7 @@ extern "C" const struct backend *backend_cuda_open(int local_rank, int local_siz
 	 * the first product (32 MiB, NVIDIA's figure for Hopper). */
 	CUDA_CHECK(cudaMalloc(&x->workspace, CUBLAS_WORKSPACE_BYTES));
 	CUBLAS_CHECK(cublasSetWorkspace(x->blas, x->workspace, CUBLAS_WORKSPACE_BYTES));
+	CUDA_CHECK(cudaMalloc(&x->flag, sizeof(*x->flag)));
 	/* Default math: fp32 products stay fp32 (TF32 only when asked for). */
 	CUBLAS_CHECK(cublasSetMathMode(x->blas, CUBLAS_DEFAULT_MATH));
 	x->compute = CUBLAS_COMPUTE_32F;

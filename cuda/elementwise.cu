@@ -77,6 +77,22 @@ void cuda_optim_update(float *w, const float *g, float *slot1, float *slot2, siz
 	CUDA_CHECK_LAUNCH();
 }
 
+__global__ void nonfinite_kernel(unsigned *bad, const float *x, size_t n)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n && nonfinite_bits(__float_as_uint(x[i])))
+		atomicOr(bad, 1u);
+}
+
+void cuda_nonfinite(unsigned *bad, const float *x, size_t n, cudaStream_t s)
+{
+	CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(*bad), s));
+	if (!n)
+		return;
+	nonfinite_kernel<<<blocks_for(n), THREADS, 0, s>>>(bad, x, n);
+	CUDA_CHECK_LAUNCH();
+}
+
 void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaStream_t s)
 {
 	if (!n)

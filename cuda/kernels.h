@@ -18,3 +18,5 @@ void cuda_xent(float *dlogits, float *stats, const float *logits, const int32_t 
 void cuda_optim_update(float *w, const float *g, float *slot1, float *slot2, size_t n,
 		       const struct optim_hp *hp, cudaStream_t s);
 void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaStream_t s);
+/* *bad (device) = 1 when any of x (n) is NaN or infinite, else 0. */
+void cuda_nonfinite(unsigned *bad, const float *x, size_t n, cudaStream_t s);

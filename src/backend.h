@@ -71,6 +71,9 @@ struct backend {
 	/* shadow (P) -= (1 - decay) * (shadow - w). */
 	void (*ema_update)(const struct backend *be, float *shadow, const float *w, size_t n,
 			   float decay);
+	/* Whether any of x (n) is NaN or infinite; waits for the ops queued
+	 * so far. */
+	int (*nonfinite)(const struct backend *be, const float *x, size_t n);
 	/* Waits until every queued op has finished. */
 	void (*synchronize)(const struct backend *be);
 	/* The compute stream (a cudaStream_t) that a device communicator

@@ -119,6 +119,17 @@ static void cpu_ema_update(const struct backend *be, float *shadow, const float 
 		shadow[i] = ema_step(shadow[i], w[i], decay);
 }
 
+static int cpu_nonfinite(const struct backend *be, const float *x, size_t n)
+{
+	unsigned bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned bits;
+		memcpy(&bits, &x[i], sizeof(bits)); /* the float's bits, no aliasing */
+		bad += nonfinite_bits(bits);
+	}
+	return bad != 0;
+}
+
 static void cpu_synchronize(const struct backend *be) {}
 
 static void *cpu_stream(const struct backend *be) { return NULL; }
@@ -154,6 +165,7 @@ const struct backend *backend_cpu(void)
 		.xent = cpu_xent,
 		.optim_update = cpu_optim_update,
 		.ema_update = cpu_ema_update,
+		.nonfinite = cpu_nonfinite,
 		.synchronize = cpu_synchronize,
 		.stream = cpu_stream,
 		.set_precision = cpu_set_precision,

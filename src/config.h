@@ -47,6 +47,7 @@ struct config {
 	int device;               /* enum device_kind */
 	int precision;            /* enum precision: matrix products, e.g. PRECISION_FP32 */
 	float comm_timeout;       /* seconds one collective may take, e.g. 300 */
+	int max_bad_steps;        /* NaN/Inf steps in a row before stopping, e.g. 5 */
 	char config_file[PATH_LEN]; /* the --config file, "" for none */
 };
 

@@ -132,6 +132,13 @@ MT_FN float optim_elem(enum optim_kind kind, const struct optim_hp *hp, size_t i
 	}
 }
 
+/* 1 when the float whose bits these are is NaN or infinite (all exponent
+ * bits set), else 0: an integer test, so a sum of them vectorises. */
+MT_FN unsigned nonfinite_bits(unsigned bits)
+{
+	return (bits & 0x7f800000u) == 0x7f800000u;
+}
+
 /* One EMA step: shadow -= (1 - decay) * (shadow - w). */
 MT_FN float ema_step(float shadow, float w, float decay)
 {

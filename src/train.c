@@ -57,6 +57,8 @@ struct trainer {
 	int profile;
 	int tracing;                  /* the timeline records this step */
 	int lock;                     /* rank 0: --ckpt-dir's lock, or -1 */
+	int bad_in_row;               /* steps skipped in a row (NaN/Inf) */
+	long skipped;                 /* steps skipped in all */
 };
 
 static volatile sig_atomic_t g_stop_signal;
@@ -169,7 +171,27 @@ static void stage(struct trainer *t, long epoch, long pos, struct staged *s)
  * backend runs backward, the host gathers the next step's batch into the
  * other staging buffer. That buffer's last copy, a step ago, is done: the
  * host has since waited for that step's all-reduce, which follows it. */
-static void train_step(struct trainer *t, long *rows_since_log)
+/* The step's gradients (summed over ranks, so the same on every rank and
+ * every rank decides alike) hold NaN or Inf: nothing changes (weights,
+ * slots, shadows, step and data position), the staged batch is kept for
+ * the retry, and the loss summed since the last line is dropped. */
+static void skip_step(struct trainer *t, struct progress *p)
+{
+	t->slot ^= 1; /* this step's batch, still staged */
+	t->have_next = 1;
+	float dropped[2];
+	model_take_stats(&t->model, dropped);
+	p->rows = 0;
+	t->bad_in_row++;
+	t->skipped++;
+	long step = t->at.global_step + 1;
+	log_info("step %ld: gradients hold NaN or Inf (a loss diverged or inputs overflowed on "
+		 "some rank); skipped, %d in a row", step, t->bad_in_row);
+	metrics_write("{\"event\":\"skip\",\"step\":%ld,\"in_a_row\":%d}", step, t->bad_in_row);
+}
+
+/* One optimizer step; returns 0 when it was skipped (skip_step). */
+static int train_step(struct trainer *t, struct progress *p)
 {
 	struct config *cfg = t->cfg;
 	struct comm *c = t->comm;
@@ -186,7 +208,7 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	double t1 = mark(t);
 	/* Scaling by 1/B here makes the all-reduced sum the global-batch mean. */
 	model_forward(m, rows, 1.0f / (float)cfg->batch);
-	*rows_since_log += rows;
+	p->rows += rows;
 	double t2 = mark(t);
 	model_backward(m, rows, start_bucket, c);
 	double t3 = mark(t);
@@ -202,6 +224,11 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	t->t.data += t3b - t3;
 	c->ops->allreduce_wait(c);
 	double t4 = mark(t);
+	if (m->be->nonfinite(m->be, m->g, m->reg.total)) {
+		skip_step(t, p);
+		return 0;
+	}
+	t->bad_in_row = 0;
 	float lr = optim_lr(cfg, t->at.global_step, t->total_steps);
 	optim_step(&t->optim, m->w, m->g, t->at.global_step + 1, lr);
 	t->at.global_step++;
@@ -230,6 +257,7 @@ static void train_step(struct trainer *t, long *rows_since_log)
 	t->t.optimizer += t5 - t4;
 	t->t.ema += t6 - t5;
 	t->t.rows += rows;
+	return 1;
 }
 
 
@@ -382,7 +410,18 @@ static int train_loop(struct trainer *t)
 	long warm = t->total_steps - first_step > 50 ? 5 : 0;
 	double t_start = p.since, t_aside = 0;
 	while (t->at.global_step < t->total_steps) {
-		train_step(t, &p.rows);
+		if (!train_step(t, &p)) {
+			if (t->bad_in_row < t->cfg->max_bad_steps)
+				continue;
+			if (t->comm->rank == 0) /* every rank decided alike: one line */
+				log_error("%d steps in a row at step %ld had NaN or Inf gradients "
+					  "(--max-bad-steps); stopping, the newest checkpoint (step %ld) "
+					  "is intact", t->bad_in_row, t->at.global_step + 1,
+					  t->last_ckpt_step);
+			metrics_write("{\"event\":\"end\",\"step\":%ld,\"reason\":\"nan\","
+				      "\"skipped\":%ld}", t->at.global_step, t->skipped);
+			return EXIT_FAIL;
+		}
 		p.steps++;
 		if (t->at.global_step - first_step == warm && warm) {
 			t->be->synchronize(t->be);
@@ -409,7 +448,8 @@ static int train_loop(struct trainer *t)
 	int exact = t->profile || t->be->memory == BACKEND_HOST;
 	report_timing(&t->t, t->at.global_step - first_step - warm, log_now() - t_start - t_aside,
 		      t->cfg->batch, exact ? model_flops_per_row(&t->model) : 0.0);
-	metrics_write("{\"event\":\"end\",\"step\":%ld,\"reason\":\"done\"}", t->at.global_step);
+	metrics_write("{\"event\":\"end\",\"step\":%ld,\"reason\":\"done\",\"skipped\":%ld}",
+		      t->at.global_step, t->skipped);
 	return EXIT_OK;
 }
 

@@ -3,6 +3,8 @@
  *
  *   mkdata synth OUT N D C SEED [u8]   N rows, D features, C classes
  *   mkdata slice IN OUT FIRST COUNT    rows [FIRST, FIRST+COUNT) of IN
+ *   mkdata overflow IN OUT ROW         IN with row ROW's inputs at 3e38 (finite,
+ *                                      but its logits overflow)
  *   mkdata bad OUT KIND                KIND: nan neglabel x1d int16 ylen noy,
  *                                      ncarray (y.num_classes an array of 64),
  *                                      wide (x declared [2, 2^31 + 2], not stored)
@@ -74,6 +76,18 @@ static int slice(const char *in, const char *out, long first, long count)
 	int rc = dataset_write(out, d.x8 ? d.x8 + (size_t)first * d.dim : NULL,
 			       d.xf ? d.xf + (size_t)first * d.dim : NULL, d.y + first, count,
 			       d.dim, d.classes);
+	dataset_free(&d);
+	return rc;
+}
+
+static int overflow(const char *in, const char *out, long row)
+{
+	struct dataset d;
+	if (dataset_load(&d, in, 0, 1) || !d.xf || row < 0 || row >= d.n)
+		return fprintf(stderr, "mkdata: %s: needs float32 x with row %ld\n", in, row), -1;
+	for (int j = 0; j < d.dim; j++)
+		d.xf[(size_t)row * d.dim + j] = 3e38f;
+	int rc = dataset_write(out, NULL, d.xf, d.y, d.n, d.dim, d.classes);
 	dataset_free(&d);
 	return rc;
 }
@@ -326,6 +340,8 @@ int main(int argc, char **argv)
 			   strtoull(argv[6], NULL, 10), argc > 7 && !strcmp(argv[7], "u8"));
 	else if (argc == 6 && !strcmp(argv[1], "slice"))
 		rc = slice(argv[2], argv[3], atol(argv[4]), atol(argv[5]));
+	else if (argc == 5 && !strcmp(argv[1], "overflow"))
+		rc = overflow(argv[2], argv[3], atol(argv[4]));
 	else if (argc == 4 && !strcmp(argv[1], "bad"))
 		rc = bad(argv[2], argv[3]);
 	else if (argc == 5 && !strcmp(argv[1], "badckpt"))
