@@ -96,3 +96,57 @@ int agree_registry(const struct params *mine, struct comm *c)
 	free(root);
 	return comm_user_errors(c) ? -1 : 0;
 }
+
+int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *train,
+		    struct dataset *eval, int *has_eval)
+{
+	*has_eval = cfg->eval_data[0] && strcmp(cfg->eval_data, "none");
+	if (dataset_load(train, cfg->data, 0, 1) == 0 && *has_eval &&
+	    dataset_load(eval, cfg->eval_data, c->rank, c->size) == 0) {
+		if (eval->dim != train->dim)
+			user_error("%s: inputs have %d features but the training set %s has %d",
+				   cfg->eval_data, eval->dim, cfg->data, train->dim);
+		else
+			dataset_check_labels(eval, train->classes, "the training set");
+	}
+	/* Collective, so every rank takes part even after its own error. */
+	if (comm_user_errors(c))
+		return -1;
+	agree_data(cfg, train, *has_eval ? eval : NULL, c);
+	if (!user_error_pending()) {
+		if (cfg->batch > train->n)
+			user_error("--batch %d is larger than the training set %s (%ld rows)",
+				   cfg->batch, cfg->data, train->n);
+		else if (cfg->batch < c->size)
+			user_error("--batch %d is smaller than the number of ranks (%d): every "
+				   "rank needs at least one row", cfg->batch, c->size);
+		else if (train->classes < 2)
+			user_error("%s: labels hold %d class; need at least 2", cfg->data,
+				   train->classes);
+	}
+	return comm_user_errors(c) ? -1 : 0;
+}
+
+int agree_replicas(const struct backend *be, const float *buf, const struct params *reg,
+		   float *host, const char *what, long step, struct comm *c)
+{
+	uint64_t mine[PARAM_MAX], *all = xcalloc((size_t)c->size * PARAM_MAX, sizeof(*all));
+	be->copy_out(be, host, buf, reg->total * sizeof(float));
+	for (int i = 0; i < reg->n; i++)
+		mine[i] = fnv1a64(FNV1A64_INIT, host + reg->p[i].offset,
+				  reg->p[i].size * sizeof(float));
+	comm_allgather_host(c, mine, all, sizeof(mine));
+	int bad_rank = -1, bad_var = -1;
+	for (int r = 1; r < c->size && bad_rank < 0; r++)
+		for (int i = 0; i < reg->n && bad_rank < 0; i++)
+			if (all[(size_t)r * PARAM_MAX + i] != all[i])
+				bad_rank = r, bad_var = i;
+	if (bad_rank >= 0 && c->rank == 0)
+		log_error("replicas drifted at step %ld: rank %d's %s of %s differ from rank 0's "
+			  "(FNV-1a %016llx vs %016llx); stopping", step, bad_rank, what,
+			  reg->p[bad_var].name,
+			  (unsigned long long)all[(size_t)bad_rank * PARAM_MAX + bad_var],
+			  (unsigned long long)all[bad_var]);
+	free(all);
+	return bad_rank >= 0 ? -1 : 0;
+}

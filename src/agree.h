@@ -6,6 +6,7 @@
 #include "comm.h"
 #include "config.h"
 #include "dataset.h"
+#include "backend.h"
 #include "params.h"
 
 /* Every rank's options equal rank 0's (the model's shape aside: that is
@@ -16,6 +17,20 @@ int agree_config(const struct config *cfg, struct comm *c);
  * Records a user error on a differing rank; the caller collects it. */
 void agree_data(const struct config *cfg, const struct dataset *train,
 		const struct dataset *eval, struct comm *c);
+/* Loads the data of cfg on every rank (the whole training set; this rank's
+ * slice of the evaluation set, when there is one: *has_eval) and checks it:
+ * evaluation width and labels against training's, every rank's data equal
+ * to rank 0's (agree_data), the batch against the rows and ranks.
+ * Collective: 0, or -1 after a user error. */
+int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *train,
+		    struct dataset *eval, int *has_eval);
+/* --check-replicas: every rank's copy of buf (backend memory laid out by
+ * reg: the weights, or the EMA shadows right after a sync) is bitwise rank
+ * 0's, variable by variable (FNV-1a digests, all-gathered); host is
+ * reg->total floats of scratch; what names buf ("weights"). Collective: 0,
+ * or -1 after rank 0 printed the first rank and variable that differ. */
+int agree_replicas(const struct backend *be, const float *buf, const struct params *reg,
+		   float *host, const char *what, long step, struct comm *c);
 /* Every rank's registry has rank 0's names and shapes in rank 0's order.
  * 0 or -1. */
 int agree_registry(const struct params *mine, struct comm *c);

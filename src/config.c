@@ -56,6 +56,7 @@ const struct option_def options[] = {
 	OPT_ENUM("precision", precision, precision_names, M, "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"),
 	OPT("comm-timeout", T_FLOAT, comm_timeout, 1, 86400, M, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"),
 	OPT("max-bad-steps", T_INT, max_bad_steps, 1, 1e6, M, "steps in a row whose gradients hold NaN or Inf (skipped, retried) before the job stops"),
+	OPT("check-replicas", T_LONG, check_replicas, 0, 1e12, M, "every N steps and at each checkpoint, stop if any rank's weights (or shadows after a sync) differ bitwise from rank 0's; 0: never"),
 	OPT("tensorboard", T_STR, tensorboard, 0, 0, M, "write TensorBoard scalars to an event file in this folder (rank 0)"),
 	OPT("timeline", T_STR, timeline, 0, 0, M, "write a Chrome trace of every rank's phases to this file (Perfetto, chrome://tracing)"),
 	{"timeline-steps", T_STR, OFF(timeline_steps), 0, 0, NULL, NULL, M, "the steps the timeline records, as progress lines count them (default: all)", "A:B"},

@@ -48,6 +48,7 @@ struct config {
 	int precision;            /* enum precision: matrix products, e.g. PRECISION_FP32 */
 	float comm_timeout;       /* seconds one collective may take, e.g. 300 */
 	int max_bad_steps;        /* NaN/Inf steps in a row before stopping, e.g. 5 */
+	long check_replicas;      /* steps between replica comparisons; 0: never */
 	char config_file[PATH_LEN]; /* the --config file, "" for none */
 };
 

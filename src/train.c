@@ -16,7 +16,7 @@
 #include "optim.h"
 #include "paths.h"
 #include "report.h"
-#include "rng.h"
+#include "loader.h"
 #include "state.h"
 #include "tensorboard.h"
 #include "timeline.h"
@@ -27,7 +27,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define RNG_STREAM_EPOCH 1000 /* + epoch: each epoch's sample order */
 
 struct trainer {
 	struct config *cfg;
@@ -40,15 +39,7 @@ struct trainer {
 	struct ema ema;
 	struct state state;           /* what a checkpoint holds */
 	struct evaluator evaluator;
-	uint32_t *perm;               /* (N) the order of epoch order_epoch */
-	long order_epoch;             /* -1 before the first */
-	struct staged {               /* a batch gathered on the host */
-		float *x;             /* (R, D) alloc_host memory */
-		int32_t *y;           /* (R) */
-		int rows;
-	} staged[2];                  /* this step's and the next one's */
-	int slot;                     /* staged[slot] is this step's */
-	int have_next;                /* staged[slot] is already filled */
+	struct loader loader;         /* this rank's rows of each batch */
 	char *config_text;
 	long steps_per_epoch, total_steps;
 	struct position at;           /* global step, epoch, batch in epoch */
@@ -58,6 +49,9 @@ struct trainer {
 	int tracing;                  /* the timeline records this step */
 	int lock;                     /* rank 0: --ckpt-dir's lock, or -1 */
 	int bad_in_row;               /* steps skipped in a row (NaN/Inf) */
+	float *replica_host;          /* (P) --check-replicas scratch, or NULL */
+	int flip_rank;                /* test fault: MTRAIN_TEST_FLIP_BIT=rank:step, */
+	long flip_step;               /* flips a bit of that rank's weights */
 	long skipped;                 /* steps skipped in all */
 };
 
@@ -85,42 +79,41 @@ static double mark(struct trainer *t)
 	return log_now();
 }
 
-/* Data on every rank: the whole training set, this rank's eval slice. */
-static int load_data(struct trainer *t)
+/* --check-replicas: the weights (and the shadows, just synced) agree
+ * bitwise on every rank. 0, or -1 after rank 0 named the first drift. */
+static int check_replicas(struct trainer *t, int shadows)
 {
-	struct config *cfg = t->cfg;
-	struct comm *c = t->comm;
-	t->has_eval = cfg->eval_data[0] && strcmp(cfg->eval_data, "none");
-	if (dataset_load(&t->train, cfg->data, 0, 1) == 0 && t->has_eval &&
-	    dataset_load(&t->eval, cfg->eval_data, c->rank, c->size) == 0) {
-		if (t->eval.dim != t->train.dim)
-			user_error("%s: inputs have %d features but the training set %s has %d",
-				   cfg->eval_data, t->eval.dim, cfg->data, t->train.dim);
-		else
-			dataset_check_labels(&t->eval, t->train.classes, "the training set");
-	}
-	/* Collective, so every rank takes part even after its own error. */
-	if (comm_user_errors(c))
-		return -1;
-	agree_data(cfg, &t->train, t->has_eval ? &t->eval : NULL, c);
-	if (!user_error_pending()) {
-		if (cfg->batch > t->train.n)
-			user_error("--batch %d is larger than the training set %s (%ld rows)",
-				   cfg->batch, cfg->data, t->train.n);
-		else if (cfg->batch < c->size)
-			user_error("--batch %d is smaller than the number of ranks (%d): every "
-				   "rank needs at least one row", cfg->batch, c->size);
-		else if (t->train.classes < 2)
-			user_error("%s: labels hold %d class; need at least 2", cfg->data,
-				   t->train.classes);
-	}
-	return comm_user_errors(c) ? -1 : 0;
+	if (!t->replica_host)
+		return 0;
+	const struct params *reg = &t->model.reg;
+	long step = t->at.global_step;
+	return agree_replicas(t->be, t->model.w, reg, t->replica_host, "weights", step, t->comm) ||
+	       (shadows && agree_replicas(t->be, t->ema.shadow, reg, t->replica_host,
+					  "EMA shadows", step, t->comm));
+}
+
+/* The fault a test injects: one bit of the first weight flipped on one
+ * rank after one step (MTRAIN_TEST_FLIP_BIT=rank:step), for
+ * --check-replicas to find. */
+static void maybe_flip_bit(struct trainer *t)
+{
+	if (t->flip_rank != t->comm->rank || t->flip_step != t->at.global_step)
+		return;
+	float w;
+	unsigned bits;
+	t->be->copy_out(t->be, &w, t->model.w, sizeof(w));
+	memcpy(&bits, &w, sizeof(bits));
+	bits ^= 1u;
+	memcpy(&w, &bits, sizeof(w));
+	t->be->copy_in(t->be, t->model.w, &w, sizeof(w));
 }
 
 static int save_checkpoint(struct trainer *t)
 {
 	const struct config *cfg = t->cfg;
 	ema_sync(&t->ema, t->comm);
+	if (check_replicas(t, 1))
+		return -1; /* no checkpoint of replicas that disagree */
 	struct ckpt_meta m = {
 		.global_step = t->at.global_step,
 		.epoch = t->at.epoch,
@@ -146,39 +139,13 @@ static void start_bucket(void *comm, float *g, size_t n)
 	c->ops->allreduce_start(c, g, n);
 }
 
-static void build_order(struct trainer *t, long epoch)
-{
-	struct rng r;
-	rng_init(&r, t->cfg->seed, RNG_STREAM_EPOCH + (uint64_t)epoch);
-	rng_permutation(&r, t->perm, (size_t)t->train.n);
-	t->order_epoch = epoch;
-}
-
-/* Gathers this rank's rows [r*B/N, (r+1)*B/N) of global batch pos of epoch
- * into s. */
-static void stage(struct trainer *t, long epoch, long pos, struct staged *s)
-{
-	struct comm *c = t->comm;
-	long batch = t->cfg->batch;
-	if (t->order_epoch != epoch)
-		build_order(t, epoch);
-	long lo = pos * batch + batch * c->rank / c->size;
-	long hi = pos * batch + batch * (c->rank + 1) / c->size;
-	s->rows = (int)(hi - lo);
-	dataset_gather(&t->train, t->perm + lo, s->rows, s->x, s->y);
-}
-/* One optimizer step on this rank's slice of global batch t->at.pos. While the
- * backend runs backward, the host gathers the next step's batch into the
- * other staging buffer. That buffer's last copy, a step ago, is done: the
- * host has since waited for that step's all-reduce, which follows it. */
 /* The step's gradients (summed over ranks, so the same on every rank and
  * every rank decides alike) hold NaN or Inf: nothing changes (weights,
  * slots, shadows, step and data position), the staged batch is kept for
  * the retry, and the loss summed since the last line is dropped. */
 static void skip_step(struct trainer *t, struct progress *p)
 {
-	t->slot ^= 1; /* this step's batch, still staged */
-	t->have_next = 1;
+	loader_retry(&t->loader);
 	float dropped[2];
 	model_take_stats(&t->model, dropped);
 	p->rows = 0;
@@ -200,9 +167,7 @@ static int train_step(struct trainer *t, struct progress *p)
 	t->tracing = timeline_wants(t->at.global_step + 1);
 	timeline_at(t->at.global_step + 1);
 	double t0 = mark(t);
-	struct staged *cur = &t->staged[t->slot];
-	if (!t->have_next)
-		stage(t, t->at.epoch, t->at.pos, cur);
+	struct staged *cur = loader_current(&t->loader, t->at.epoch, t->at.pos);
 	int rows = cur->rows;
 	model_set_batch_async(m, cur->x, cur->y, rows);
 	double t1 = mark(t);
@@ -212,13 +177,11 @@ static int train_step(struct trainer *t, struct progress *p)
 	double t2 = mark(t);
 	model_backward(m, rows, start_bucket, c);
 	double t3 = mark(t);
-	t->have_next = t->at.global_step + 1 < t->total_steps;
-	if (t->have_next) {
+	if (t->at.global_step + 1 < t->total_steps) {
 		long pos = t->at.pos + 1, epoch = t->at.epoch;
 		if (pos == t->steps_per_epoch)
 			pos = 0, epoch++;
-		stage(t, epoch, pos, &t->staged[t->slot ^ 1]);
-		t->slot ^= 1;
+		loader_prefetch(&t->loader, epoch, pos);
 	}
 	double t3b = mark(t);
 	t->t.data += t3b - t3;
@@ -232,6 +195,7 @@ static int train_step(struct trainer *t, struct progress *p)
 	float lr = optim_lr(cfg, t->at.global_step, t->total_steps);
 	optim_step(&t->optim, m->w, m->g, t->at.global_step + 1, lr);
 	t->at.global_step++;
+	maybe_flip_bit(t);
 	double t5 = mark(t);
 	ema_update(&t->ema, m->w, t->at.global_step);
 	double t5b = mark(t), t6 = t5b;
@@ -276,13 +240,7 @@ static int build(struct trainer *t, int max_rows)
 		return -1;
 	size_t P = t->model.reg.total;
 	optim_init(&t->optim, be, cfg, P);
-	t->perm = xmalloc(sizeof(uint32_t) * (size_t)t->train.n);
-	t->order_epoch = -1;
-	int local_max = (cfg->batch + c->size - 1) / c->size;
-	for (int i = 0; i < 2; i++) {
-		t->staged[i].x = be->alloc_host(be, sizeof(float) * (size_t)local_max * t->train.dim);
-		t->staged[i].y = be->alloc_host(be, sizeof(int32_t) * (size_t)local_max);
-	}
+	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size);
 	float *init = xmalloc(sizeof(float) * P);
 	model_glorot(&t->model, cfg->seed, init);
 	be->copy_in(be, t->model.w, init, P * sizeof(float));
@@ -292,6 +250,12 @@ static int build(struct trainer *t, int max_rows)
 	state_init(&t->state, be, &t->model.reg, &t->model.w, &t->ema.shadow, &t->optim,
 		   c->rank == 0);
 	eval_init(&t->evaluator, &t->eval, &t->model);
+	if (cfg->check_replicas)
+		t->replica_host = xmalloc(sizeof(float) * P);
+	const char *flip = getenv("MTRAIN_TEST_FLIP_BIT");
+	t->flip_rank = -1;
+	if (flip && sscanf(flip, "%d:%ld", &t->flip_rank, &t->flip_step) != 2)
+		t->flip_rank = -1;
 	return 0;
 }
 
@@ -306,7 +270,8 @@ static int setup(struct trainer *t)
 	 * default data's cache aside) unless the whole set-up succeeds. */
 	if (c->rank == 0)
 		paths_check_outputs(cfg);
-	if (comm_user_errors(c) || default_data_prepare(cfg, c) || load_data(t))
+	if (comm_user_errors(c) || default_data_prepare(cfg, c) ||
+	    agree_load_data(cfg, c, &t->train, &t->eval, &t->has_eval))
 		return -1;
 	t->steps_per_epoch = t->train.n / cfg->batch;
 	t->total_steps = cfg->steps ? cfg->steps : (long)cfg->epochs * t->steps_per_epoch;
@@ -352,12 +317,9 @@ static void teardown(struct trainer *t)
 	model_free(&t->model);
 	dataset_free(&t->train);
 	dataset_free(&t->eval);
-	free(t->perm);
-	for (int i = 0; t->be && i < 2; i++) {
-		t->be->free_host(t->be, t->staged[i].x);
-		t->be->free_host(t->be, t->staged[i].y);
-	}
+	loader_free(&t->loader);
 	free(t->config_text);
+	free(t->replica_host);
 	ckpt_unlock(t->cfg->ckpt_dir, t->lock);
 	backend_unselect(t->be, t->comm);
 }
@@ -379,6 +341,8 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 	if (step % cfg->log_every == 0 || last)
 		report_progress(p, &t->model, c, step, shown, t->total_steps,
 				optim_lr(cfg, step - 1, t->total_steps));
+	if (cfg->check_replicas && step % cfg->check_replicas == 0 && check_replicas(t, 0))
+		return -1;
 	int eval = t->has_eval && (epoch_end || last);
 	int ckpt = epoch_end || last || (cfg->ckpt_every && step % cfg->ckpt_every == 0);
 	if (!eval && !ckpt)

@@ -1,0 +1,77 @@
+/* The data loader of loader.h. */
+#include "loader.h"
+#include "check.h"
+#include "rng.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define RNG_STREAM_EPOCH 1000 /* + epoch: each epoch's sample order */
+
+void loader_init(struct loader *l, const struct backend *be, const struct dataset *data,
+		 uint64_t seed, long batch, int rank, int size)
+{
+	memset(l, 0, sizeof(*l));
+	l->be = be;
+	l->data = data;
+	l->seed = seed;
+	l->batch = batch;
+	l->rank = rank;
+	l->size = size;
+	l->perm = xmalloc(sizeof(uint32_t) * (size_t)data->n);
+	l->order_epoch = -1;
+	size_t rows = (size_t)((batch + size - 1) / size);
+	for (int i = 0; i < 2; i++) {
+		l->staged[i].x = be->alloc_host(be, sizeof(float) * rows * (size_t)data->dim);
+		l->staged[i].y = be->alloc_host(be, sizeof(int32_t) * rows);
+	}
+}
+
+void loader_free(struct loader *l)
+{
+	free(l->perm);
+	for (int i = 0; l->be && i < 2; i++) {
+		l->be->free_host(l->be, l->staged[i].x);
+		l->be->free_host(l->be, l->staged[i].y);
+	}
+	memset(l, 0, sizeof(*l));
+}
+
+/* Gathers this rank's rows [r*B/N, (r+1)*B/N) of global batch pos of epoch
+ * into s. */
+static void stage(struct loader *l, long epoch, long pos, struct staged *s)
+{
+	if (l->order_epoch != epoch) {
+		struct rng r;
+		rng_init(&r, l->seed, RNG_STREAM_EPOCH + (uint64_t)epoch);
+		rng_permutation(&r, l->perm, (size_t)l->data->n);
+		l->order_epoch = epoch;
+	}
+	long lo = pos * l->batch + l->batch * l->rank / l->size;
+	long hi = pos * l->batch + l->batch * (l->rank + 1) / l->size;
+	s->rows = (int)(hi - lo);
+	dataset_gather(l->data, l->perm + lo, s->rows, s->x, s->y);
+}
+
+struct staged *loader_current(struct loader *l, long epoch, long pos)
+{
+	struct staged *cur = &l->staged[l->slot];
+	if (!l->have_next)
+		stage(l, epoch, pos, cur);
+	l->have_next = 0;
+	return cur;
+}
+
+void loader_prefetch(struct loader *l, long epoch, long pos)
+{
+	stage(l, epoch, pos, &l->staged[l->slot ^ 1]);
+	l->slot ^= 1;
+	l->have_next = 1;
+}
+
+void loader_retry(struct loader *l)
+{
+	if (l->have_next)
+		l->slot ^= 1; /* back to this step's batch, still staged */
+	l->have_next = 1;
+}
