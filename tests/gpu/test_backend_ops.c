@@ -186,6 +186,17 @@ static void check_optim_ema(void)
 	gpu->copy_in_async(gpu, dev, pinned, n * sizeof(float));
 	gpu->copy_out(gpu, back, dev, n * sizeof(float));
 	EXPECT(!memcmp(back, pinned, n * sizeof(float)));
+	/* nonfinite: none, then a NaN, then an Inf at the last element (the
+	 * kernel's tail), each as the CPU says. */
+	for (size_t i = 0; i < n; i++)
+		pinned[i] = (float)i - 1e6f;
+	for (int k = 0; k < 3; k++) {
+		if (k)
+			pinned[n - 1] = k == 1 ? NAN : INFINITY;
+		gpu->copy_in(gpu, dev, pinned, n * sizeof(float));
+		EXPECT(gpu->nonfinite(gpu, dev, n) == (k != 0));
+		EXPECT(cpu->nonfinite(cpu, pinned, n) == (k != 0));
+	}
 	gpu->free_host(gpu, pinned);
 	gpu->free(gpu, dev);
 	free(back);
