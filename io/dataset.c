@@ -2,6 +2,7 @@
 #include "dataset.h"
 #include "check.h"
 #include "h5attr.h"
+#include "resources.h"
 #include "log.h"
 
 #include <errno.h>
@@ -139,6 +140,11 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 			   (unsigned long long)h.dims[1]);
 		goto out;
 	}
+	char what[PATH_LEN + 64];
+	snprintf(what, sizeof(what), "%s: dataset 'x'", p);
+	if (resources_check(what, (double)h.dims[0] * (double)h.dims[1] * (is_u8 ? 1 : 4) /
+					  (double)parts))
+		goto out;
 	d->n_total = (long)h.dims[0];
 	d->dim = (int)h.dims[1];
 	d->first = d->n_total * part / parts;

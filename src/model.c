@@ -88,6 +88,22 @@ void model_glorot(const struct model *m, uint64_t seed, float *host_w)
 	}
 }
 
+double model_bytes(int in_dim, int classes, const int *hidden, int n_hidden, int max_rows,
+		   size_t *params)
+{
+	double P = 0, R = max_rows, act = in_dim + 2.0 * classes, widest = in_dim;
+	int fan_in = in_dim;
+	for (int l = 0; l <= n_hidden; l++) {
+		int fan_out = l < n_hidden ? hidden[l] : classes;
+		P += (double)fan_in * fan_out + fan_out + 2 * PARAM_ALIGN;
+		act += 2.0 * fan_out; /* z and a */
+		widest = fan_out > widest ? fan_out : widest;
+		fan_in = fan_out;
+	}
+	*params = P < 1e18 ? (size_t)P : (size_t)1e18;
+	return 4.0 * (2 * P + R * (act + 2 * widest + 1)); /* w, g; x, y, z, a, scratch */
+}
+
 double model_flops_per_row(const struct model *m)
 {
 	double f = 0;

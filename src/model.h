@@ -48,6 +48,10 @@ void model_init(struct model *m, const struct backend *be, int in_dim,
 void model_free(struct model *m);
 /* Glorot-uniform kernels and zero biases from seed, into host (P). */
 void model_glorot(const struct model *m, uint64_t seed, float *host_w);
+/* The bytes model_init would allocate for this model and max_rows (known
+ * before allocating), and in *params its P. */
+double model_bytes(int in_dim, int classes, const int *hidden, int n_hidden, int max_rows,
+		   size_t *params);
 /* Forward plus backward FLOPs for one row (the first layer computes no
  * gradient for its input). */
 double model_flops_per_row(const struct model *m);

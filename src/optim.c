@@ -16,6 +16,8 @@ static const struct optim_info {
 #undef OPTIM_INFO
 };
 
+int optim_slots(const struct config *cfg) { return optim_info[cfg->optim].n_slots; }
+
 float optim_weight_decay(const struct config *cfg)
 {
 	if (cfg->weight_decay >= 0.0f)

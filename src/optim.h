@@ -22,5 +22,7 @@ void optim_free(struct optim *o);
 float optim_lr(const struct config *cfg, long step, long total_steps);
 /* One update of w (P) from g (P) as step number t (1-based) with rate lr. */
 void optim_step(struct optim *o, float *w, const float *g, long t, float lr);
+/* The slots (buffers of P) the optimizer of cfg keeps, e.g. 2 for Adam. */
+int optim_slots(const struct config *cfg);
 /* The weight decay cfg asks for, with the optimizer's default resolved. */
 float optim_weight_decay(const struct config *cfg);

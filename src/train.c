@@ -16,6 +16,7 @@
 #include "optim.h"
 #include "paths.h"
 #include "report.h"
+#include "resources.h"
 #include "loader.h"
 #include "state.h"
 #include "tensorboard.h"
@@ -234,11 +235,20 @@ static int build(struct trainer *t, int max_rows)
 	struct config *cfg = t->cfg;
 	struct comm *c = t->comm;
 	const struct backend *be = t->be;
+	/* Known before allocating: w, g and activations, shadows and slots,
+	 * and rank 0's staging of every kind for checkpoints. */
+	size_t P;
+	double bytes = model_bytes(t->train.dim, t->train.classes, cfg->hidden, cfg->n_hidden,
+				   max_rows, &P) +
+		       4.0 * (double)P * (1 + optim_slots(cfg) + (c->rank ? 0 : STATE_KINDS));
+	resources_check("the model", bytes);
+	if (comm_user_errors(c))
+		return -1;
 	model_init(&t->model, be, t->train.dim, t->train.classes, cfg->hidden, cfg->n_hidden,
 		   (enum act_kind)cfg->act, max_rows);
 	if (agree_registry(&t->model.reg, c))
 		return -1;
-	size_t P = t->model.reg.total;
+	P = t->model.reg.total;
 	optim_init(&t->optim, be, cfg, P);
 	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size);
 	float *init = xmalloc(sizeof(float) * P);
@@ -426,6 +436,7 @@ int train_main(struct config *cfg, struct comm *c)
 	t.profile = getenv("MTRAIN_PROFILE") != NULL;
 	t.lock = -1;
 	c->timeout = cfg->comm_timeout;
+	resources_init(c->local_size);
 	int status = EXIT_USER;
 	if (agree_config(cfg, c) == 0 && setup(&t) == 0) {
 		report_start(cfg, c, t.be, &t.model, &t.train, t.has_eval, t.at.global_step,

@@ -3,7 +3,7 @@
 # checkpoint folder, no metrics file.
 . "$(dirname "$0")/lib.sh"
 make_data
-for kind in nan neglabel x1d int16 ylen noy ncarray wide; do "$MKDATA" bad bad-$kind.h5 $kind; done
+for kind in nan neglabel x1d int16 ylen noy ncarray wide vast; do "$MKDATA" bad bad-$kind.h5 $kind; done
 "$MKDATA" synth wide.h5 30 13 3 1
 echo "not hdf5" >text.h5
 printf 'lr = 0.01\nlerning_rate = 3\n' >typo.conf
@@ -54,6 +54,10 @@ bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5
 # A class count that is an array overflowed the stack; 2^31 features wrapped an int.
 bad "bad-ncarray.h5: attribute y.num_classes is not one integer" "${SMALL[@]}" --data bad-ncarray.h5
 bad "bad-wide.h5: dataset 'x' is .2, 2147483650.; mtrain takes at most" "${SMALL[@]}" --data bad-wide.h5
+# Known before it runs out: a data set or a model this rank's memory cannot
+# hold (each was OOM-killed without a word).
+bad "bad-vast.h5: dataset 'x' needs about 372.5 GiB per rank; this rank may use" "${SMALL[@]}" --data bad-vast.h5
+bad "the model needs about [0-9.]* GiB per rank; this rank may use" "${SMALL[@]}" --layers 65536,65536
 bad "wide.h5: inputs have 13 features but the training set train.h5 has 12" "${SMALL[@]}" --eval-data wide.h5
 bad "--batch 100 is larger than the training set" "${SMALL[@]}" --batch 100
 # Without a GPU, --device cuda is bad input (tests/gpu checks it with one).

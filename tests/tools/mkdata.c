@@ -7,7 +7,8 @@
  *                                      but its logits overflow)
  *   mkdata bad OUT KIND                KIND: nan neglabel x1d int16 ylen noy,
  *                                      ncarray (y.num_classes an array of 64),
- *                                      wide (x declared [2, 2^31 + 2], not stored)
+ *                                      wide (x declared [2, 2^31 + 2], not stored),
+ *                                      vast (x declared [1e5, 1e6], not stored)
  *   mkdata badckpt IN OUT KIND         a copy of checkpoint IN with one defect
  *                                      in dense/kernel (rank3 f64 dup nan; huge:
  *                                      declared [2^31, 2^31], not stored; holes:
@@ -143,9 +144,9 @@ static int bad(const char *out, const char *kind)
 	if (!strcmp(kind, "neglabel"))
 		y[3] = -1;
 	hid_t file = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-	if (!strcmp(kind, "wide")) {
-		hsize_t wide[2] = {2, ((hsize_t)1 << 31) + 2};
-		unwritten(file, "x", "x", H5T_NATIVE_FLOAT, wide);
+	if (!strcmp(kind, "wide") || !strcmp(kind, "vast")) {
+		hsize_t wide[2] = {2, ((hsize_t)1 << 31) + 2}, vast[2] = {100000, 1000000};
+		unwritten(file, "x", "x", H5T_NATIVE_FLOAT, strcmp(kind, "vast") ? wide : vast);
 	} else if (!strcmp(kind, "x1d"))
 		raw_dataset(file, "x", H5T_NATIVE_FLOAT, 1, d32, x);
 	else if (!strcmp(kind, "int16"))
