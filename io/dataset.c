@@ -39,6 +39,13 @@ static int ds_open(const struct dataset *d, hid_t file, const char *name, int nd
 	memset(h, 0, sizeof(*h));
 	if (H5Lexists(file, name, H5P_DEFAULT) <= 0)
 		return user_error("%s: no dataset '%s' (expected %s %s)", d->path, name, what, shape);
+	H5O_info_t info;
+	if (H5Oget_info_by_name(file, name, &info, H5P_DEFAULT) < 0)
+		return user_error("%s: '%s' is a link to nothing (expected %s %s)", d->path, name,
+				  what, shape);
+	if (info.type != H5O_TYPE_DATASET)
+		return user_error("%s: '%s' is a %s, not a dataset (expected %s %s)", d->path, name,
+				  info.type == H5O_TYPE_GROUP ? "group" : "named datatype", what, shape);
 	h->ds = H5Dopen2(file, name, H5P_DEFAULT);
 	h->space = H5Dget_space(h->ds);
 	h->type = H5Dget_type(h->ds);
@@ -128,8 +135,11 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 		    H5Tget_sign(h.type) == H5T_SGN_NONE;
 	int is_f32 = H5Tget_class(h.type) == H5T_FLOAT && H5Tget_size(h.type) == 4;
 	if (!is_u8 && !is_f32) {
+		H5T_class_t class = H5Tget_class(h.type);
 		user_error("%s: dataset 'x' has %s of %zu bytes; expected float32 or uint8", p,
-			   H5Tget_class(h.type) == H5T_FLOAT ? "floats" : "integers", H5Tget_size(h.type));
+			   class == H5T_FLOAT ? "floats" : class == H5T_INTEGER ? "integers"
+			   : class == H5T_COMPOUND ? "compound values" : "non-numeric values",
+			   H5Tget_size(h.type));
 		goto out;
 	}
 	/* Sizes are int and long here, and rows times columns size_t. */

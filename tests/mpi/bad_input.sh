@@ -3,7 +3,9 @@
 # checkpoint folder, no metrics file.
 . "$(dirname "$0")/lib.sh"
 make_data
-for kind in nan neglabel x1d int16 ylen noy ncarray wide vast; do "$MKDATA" bad bad-$kind.h5 $kind; done
+for kind in nan neglabel x1d int16 ylen noy ncarray wide vast xgroup xlink xcompound; do
+	"$MKDATA" bad bad-$kind.h5 $kind
+done
 "$MKDATA" synth wide.h5 30 13 3 1
 echo "not hdf5" >text.h5
 printf 'lr = 0.01\nlerning_rate = 3\n' >typo.conf
@@ -54,6 +56,10 @@ bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5
 # A class count that is an array overflowed the stack; 2^31 features wrapped an int.
 bad "bad-ncarray.h5: attribute y.num_classes is not one integer" "${SMALL[@]}" --data bad-ncarray.h5
 bad "bad-wide.h5: dataset 'x' is .2, 2147483650.; mtrain takes at most" "${SMALL[@]}" --data bad-wide.h5
+# x that is not a dataset of numbers: said as it is.
+bad "bad-xgroup.h5: 'x' is a group, not a dataset" "${SMALL[@]}" --data bad-xgroup.h5
+bad "bad-xlink.h5: 'x' is a link to nothing" "${SMALL[@]}" --data bad-xlink.h5
+bad "bad-xcompound.h5: dataset 'x' has compound values of 8 bytes" "${SMALL[@]}" --data bad-xcompound.h5
 # Known before it runs out: a data set or a model this rank's memory cannot
 # hold (each was OOM-killed without a word).
 bad "bad-vast.h5: dataset 'x' needs about 372.5 GiB per rank; this rank may use" "${SMALL[@]}" --data bad-vast.h5

@@ -8,7 +8,8 @@
  *   mkdata bad OUT KIND                KIND: nan neglabel x1d int16 ylen noy,
  *                                      ncarray (y.num_classes an array of 64),
  *                                      wide (x declared [2, 2^31 + 2], not stored),
- *                                      vast (x declared [1e5, 1e6], not stored)
+ *                                      vast (x declared [1e5, 1e6], not stored),
+ *                                      xgroup, xlink (dangling), xcompound
  *   mkdata badckpt IN OUT KIND         a copy of checkpoint IN with one defect
  *                                      in dense/kernel (rank3 f64 dup nan; huge:
  *                                      declared [2^31, 2^31], not stored; holes:
@@ -144,7 +145,18 @@ static int bad(const char *out, const char *kind)
 	if (!strcmp(kind, "neglabel"))
 		y[3] = -1;
 	hid_t file = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-	if (!strcmp(kind, "wide") || !strcmp(kind, "vast")) {
+	if (!strcmp(kind, "xgroup")) {
+		H5Gclose(H5Gcreate2(file, "x", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+	} else if (!strcmp(kind, "xlink")) {
+		H5Lcreate_soft("/nowhere", file, "x", H5P_DEFAULT, H5P_DEFAULT);
+	} else if (!strcmp(kind, "xcompound")) {
+		hid_t ct = H5Tcreate(H5T_COMPOUND, 2 * sizeof(float));
+		H5Tinsert(ct, "a", 0, H5T_NATIVE_FLOAT);
+		H5Tinsert(ct, "b", sizeof(float), H5T_NATIVE_FLOAT);
+		hsize_t d82[2] = {8, 2}; /* 16 pairs: the 32 floats of x */
+		raw_dataset(file, "x", ct, 2, d82, x);
+		H5Tclose(ct);
+	} else if (!strcmp(kind, "wide") || !strcmp(kind, "vast")) {
 		hsize_t wide[2] = {2, ((hsize_t)1 << 31) + 2}, vast[2] = {100000, 1000000};
 		unwritten(file, "x", "x", H5T_NATIVE_FLOAT, strcmp(kind, "vast") ? wide : vast);
 	} else if (!strcmp(kind, "x1d"))
