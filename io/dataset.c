@@ -303,7 +303,30 @@ int dataset_write(const char *path, const uint8_t *x8, const float *xf,
 	return 0;
 }
 
-/* Reads a whole (possibly gzip-compressed) file; zlib reads plain files too. */
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The bytes an IDX file whose first 16 bytes (or fewer: got) are head
+ * declares it holds: images 0x803 [n, rows, cols], labels 0x801 [n]; got
+ * itself when the magic is neither (the caller then says so); UINT64_MAX
+ * when the sizes multiply past 2^64. */
+static uint64_t idx_declared(const unsigned char *head, size_t got)
+{
+	if (got >= 16 && be32(head) == 0x803) {
+		uint64_t n = be32(head + 4), r = be32(head + 8), c = be32(head + 12);
+		return r && c && n > (UINT64_MAX - 16) / r / c ? UINT64_MAX : 16 + n * r * c;
+	}
+	if (got >= 8 && be32(head) == 0x801)
+		return 8 + (uint64_t)be32(head + 4);
+	return got;
+}
+
+/* Reads a (possibly gzip-compressed; zlib reads plain files too) IDX file,
+ * but no more than one byte past what its header declares, after checking
+ * that against the memory budget: a gzip bomb is refused before it is
+ * inflated. NULL with a user_error, or the bytes (*len). */
 static unsigned char *read_gz(const char *path, size_t *len)
 {
 	gzFile f = gzopen(path, "rb");
@@ -311,36 +334,33 @@ static unsigned char *read_gz(const char *path, size_t *len)
 		user_error("%s: cannot open: %s", path, strerror(errno));
 		return NULL;
 	}
-	size_t cap = 1 << 20, n = 0;
+	unsigned char head[16];
+	int got = gzread(f, head, sizeof(head));
+	uint64_t want = got < 0 ? 0 : idx_declared(head, (size_t)got);
+	if (got >= 0 && want > (uint64_t)got &&
+	    resources_check(path, want > 1e18 ? 1e18 : (double)want)) {
+		gzclose(f);
+		return NULL;
+	}
+	size_t cap = got < 0 ? 1 : (size_t)want + 1, n = got < 0 ? 0 : (size_t)got;
 	unsigned char *buf = xmalloc(cap);
-	for (;;) {
-		if (n == cap) {
-			cap *= 2;
-			unsigned char *grown = realloc(buf, cap);
-			ALLOC_CHECK(grown);
-			buf = grown;
-		}
-		int got = gzread(f, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
-		if (got < 0) {
-			int e;
-			user_error("%s: corrupt gzip data (%s)", path, gzerror(f, &e));
-			gzclose(f);
-			free(buf);
-			return NULL;
-		}
-		if (got == 0)
-			break;
-		n += (size_t)got;
+	memcpy(buf, head, n);
+	while (got > 0 && n < cap) {
+		got = gzread(f, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
+		n += got > 0 ? (size_t)got : 0;
+	}
+	if (got < 0) {
+		int e;
+		user_error("%s: corrupt gzip data (%s)", path, gzerror(f, &e));
+		gzclose(f);
+		free(buf);
+		return NULL;
 	}
 	gzclose(f);
 	*len = n;
 	return buf;
 }
 
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 int dataset_import_idx(const char *images, const char *labels, const char *path)
 {

@@ -7,6 +7,7 @@
 #include "eval.h"
 #include "export.h"
 #include "log.h"
+#include "resources.h"
 #include "train.h"
 #include "version.h"
 
@@ -154,6 +155,7 @@ int main(int argc, char **argv)
 		train_catch_stop_signals();
 	struct comm comm;
 	comm_init(&comm, &argc, &argv);
+	resources_init(comm.local_size);
 	cmd = argc > 1 ? argv[1] : "";
 	int status;
 	if (!strcmp(cmd, "import"))

@@ -436,7 +436,6 @@ int train_main(struct config *cfg, struct comm *c)
 	t.profile = getenv("MTRAIN_PROFILE") != NULL;
 	t.lock = -1;
 	c->timeout = cfg->comm_timeout;
-	resources_init(c->local_size);
 	int status = EXIT_USER;
 	if (agree_config(cfg, c) == 0 && setup(&t) == 0) {
 		report_start(cfg, c, t.be, &t.model, &t.train, t.has_eval, t.at.global_step,

@@ -60,6 +60,27 @@ bad "bad-wide.h5: dataset 'x' is .2, 2147483650.; mtrain takes at most" "${SMALL
 bad "bad-xgroup.h5: 'x' is a group, not a dataset" "${SMALL[@]}" --data bad-xgroup.h5
 bad "bad-xlink.h5: 'x' is a link to nothing" "${SMALL[@]}" --data bad-xlink.h5
 bad "bad-xcompound.h5: dataset 'x' has compound values of 8 bytes" "${SMALL[@]}" --data bad-xcompound.h5
+# Gzip bombs: 200 MB of zeros in a small .gz. Declared as 93 GiB of images,
+# refused before inflating; declared as 2 images, no more than that read.
+python3 - <<'PY'
+import gzip, struct
+zeros = bytes(1 << 20)
+for name, head in (("bomb-big.gz", struct.pack(">IIII", 0x803, 100000, 1000, 1000)),
+                   ("bomb-small.gz", struct.pack(">IIII", 0x803, 2, 28, 28))):
+    with gzip.open(name, "wb", compresslevel=1) as f:
+        f.write(head)
+        for _ in range(200):
+            f.write(zeros)
+with gzip.open("labels.gz", "wb") as f:
+    f.write(struct.pack(">II", 0x801, 2) + bytes(2))
+PY
+expect_status 2 "$MTRAIN" import --images bomb-big.gz --labels labels.gz --out bomb.h5
+grep -q "bomb-big.gz needs about 93.1 GiB per rank" last.err || { cat last.err; fail "a declared 93 GiB"; }
+start=$(date +%s%N)
+expect_status 2 "$MTRAIN" import --images bomb-small.gz --labels labels.gz --out bomb.h5
+grep -q "bomb-small.gz: file size does not match its IDX header" last.err || { cat last.err; fail "a bomb behind a small header"; }
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 2000 ] || fail "the small-header bomb was inflated whole"
+[ ! -e bomb.h5 ] || fail "an import of a bomb left a file"
 # Known before it runs out: a data set or a model this rank's memory cannot
 # hold (each was OOM-killed without a word).
 bad "bad-vast.h5: dataset 'x' needs about 372.5 GiB per rank; this rank may use" "${SMALL[@]}" --data bad-vast.h5
