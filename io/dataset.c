@@ -342,10 +342,19 @@ static unsigned char *read_gz(const char *path, size_t *len)
 		gzclose(f);
 		return NULL;
 	}
-	size_t cap = got < 0 ? 1 : (size_t)want + 1, n = got < 0 ? 0 : (size_t)got;
+	/* Grown as the data comes, to one byte past the declared size at most:
+	 * a header that declares more than the file holds costs nothing. */
+	size_t limit = got < 0 ? 0 : (size_t)want + 1, n = got < 0 ? 0 : (size_t)got;
+	size_t cap = sizeof(head);
 	unsigned char *buf = xmalloc(cap);
 	memcpy(buf, head, n);
-	while (got > 0 && n < cap) {
+	while (got > 0 && n < limit) {
+		if (n == cap) {
+			cap = cap > limit / 2 ? limit : 2 * cap;
+			unsigned char *grown = realloc(buf, cap);
+			ALLOC_CHECK(grown);
+			buf = grown;
+		}
 		got = gzread(f, buf + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
 		n += got > 0 ? (size_t)got : 0;
 	}

@@ -81,6 +81,11 @@ expect_status 2 "$MTRAIN" import --images bomb-small.gz --labels labels.gz --out
 grep -q "bomb-small.gz: file size does not match its IDX header" last.err || { cat last.err; fail "a bomb behind a small header"; }
 [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 2000 ] || fail "the small-header bomb was inflated whole"
 [ ! -e bomb.h5 ] || fail "an import of a bomb left a file"
+# fuzz_idx's first finding: a short file whose header declares 1.9 TB was
+# given that much memory at once; now the budget refuses it.
+printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x0e\x0f\x10\x11\x12\x13' >declared.idx
+expect_status 2 "$MTRAIN" import --images declared.idx --labels labels.gz --out bomb.h5
+grep -q "declared.idx needs about" last.err || { cat last.err; fail "a header declaring 1.9 TB"; }
 # Known before it runs out: a data set or a model this rank's memory cannot
 # hold (each was OOM-killed without a word).
 bad "bad-vast.h5: dataset 'x' needs about 372.5 GiB per rank; this rank may use" "${SMALL[@]}" --data bad-vast.h5

@@ -1,0 +1,33 @@
+/* Shared by the libFuzzer targets: the input as a file (the readers under
+ * test open paths) in memory-backed /dev/shm, written afresh per input. */
+#pragma once
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "resources.h"
+
+/* The memory budget mtrain's main sets (the node's available memory). */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	resources_init(1);
+	return 0;
+}
+
+/* A file holding data (size bytes), its path in a static buffer. */
+static inline const char *fuzz_file(const uint8_t *data, size_t size, const char *suffix)
+{
+	static char path[128];
+	snprintf(path, sizeof(path), "/dev/shm/mtrain-fuzz-%ld%s", (long)getpid(), suffix);
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		abort();
+	fwrite(data, 1, size, f);
+	fclose(f);
+	return path;
+}
+
+/* After each input: no user error carried into the next one. */
+static inline void fuzz_reset(void) { user_error_clear(); }
