@@ -2,10 +2,13 @@
 #include "check.h"
 #include "log.h"
 
+#include <execinfo.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 MT_NORETURN void check_fail(const char *lib, const char *call, const char *detail,
 			    const char *file, int line)
@@ -51,4 +54,36 @@ char *xstrdup(const char *s)
 	char *p = strdup(s);
 	ALLOC_CHECK(p);
 	return p;
+}
+
+/* The crash line, made at start-up: the handler may only write(2). */
+static char g_crash_line[256];
+static size_t g_crash_len;
+
+static void on_crash(int sig)
+{
+	char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), '\n', 0};
+	ssize_t rc = write(STDERR_FILENO, g_crash_line, g_crash_len);
+	rc = write(STDERR_FILENO, num[0] == '0' ? num + 1 : num, num[0] == '0' ? 2 : 3);
+	void *frames[32];
+	backtrace_symbols_fd(frames, backtrace(frames, 32), STDERR_FILENO);
+	(void)rc;
+	_exit(128 + sig); /* mpirun sees a rank gone and ends the job */
+}
+
+void check_catch_crashes(void)
+{
+	snprintf(g_crash_line, sizeof(g_crash_line), "mtrain: error: rank %d on %s: crashed "
+		 "(a bug: please report it); ending the job; signal ", log_rank(), log_host());
+	g_crash_len = strlen(g_crash_line);
+	void *warm[1];
+	backtrace(warm, 1); /* loads what backtrace needs now, not in the handler */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_crash;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	const int sigs[5] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	for (int i = 0; i < 5; i++)
+		sigaction(sigs[i], &sa, NULL);
 }

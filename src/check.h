@@ -41,6 +41,13 @@ MT_NORETURN void check_fail(const char *lib, const char *call, const char *detai
 				   __LINE__);                                  \
 	} while (0)
 
+/* From now on a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) prints
+ * one line naming this rank, its host and the signal, and a backtrace,
+ * then ends the process at once, so mpirun ends the job: no hang in a
+ * crash handler. (In the sanitizer build too: its checks of memory
+ * accesses do not go through these signals.) */
+void check_catch_crashes(void);
+
 /* Text of an MPI error code, for MPI_CHECK. */
 const char *mpi_error_text(int rc);
 

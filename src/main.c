@@ -156,6 +156,7 @@ int main(int argc, char **argv)
 	struct comm comm;
 	comm_init(&comm, &argc, &argv);
 	resources_init(comm.local_size);
+	check_catch_crashes();
 	cmd = argc > 1 ? argv[1] : "";
 	int status;
 	if (!strcmp(cmd, "import"))

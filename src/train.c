@@ -51,8 +51,9 @@ struct trainer {
 	int lock;                     /* rank 0: --ckpt-dir's lock, or -1 */
 	int bad_in_row;               /* steps skipped in a row (NaN/Inf) */
 	float *replica_host;          /* (P) --check-replicas scratch, or NULL */
-	int flip_rank;                /* test fault: MTRAIN_TEST_FLIP_BIT=rank:step, */
-	long flip_step;               /* flips a bit of that rank's weights */
+	char fault[8];                /* a test's fault (MTRAIN_TEST_FAULT=kind:rank:step): */
+	int fault_rank;               /* "flip" a bit of that rank's weights, or */
+	long fault_step;              /* "crash" it, after that step */
 	long skipped;                 /* steps skipped in all */
 };
 
@@ -93,13 +94,15 @@ static int check_replicas(struct trainer *t, int shadows)
 					  "EMA shadows", step, t->comm));
 }
 
-/* The fault a test injects: one bit of the first weight flipped on one
- * rank after one step (MTRAIN_TEST_FLIP_BIT=rank:step), for
- * --check-replicas to find. */
-static void maybe_flip_bit(struct trainer *t)
+/* The fault a test injects after one step on one rank: one bit of the
+ * first weight flipped (for --check-replicas to find), or a crash (that
+ * must end the job at once). */
+static void inject_fault(struct trainer *t)
 {
-	if (t->flip_rank != t->comm->rank || t->flip_step != t->at.global_step)
+	if (t->fault_rank != t->comm->rank || t->fault_step != t->at.global_step)
 		return;
+	if (!strcmp(t->fault, "crash"))
+		raise(SIGSEGV);
 	float w;
 	unsigned bits;
 	t->be->copy_out(t->be, &w, t->model.w, sizeof(w));
@@ -196,7 +199,7 @@ static int train_step(struct trainer *t, struct progress *p)
 	float lr = optim_lr(cfg, t->at.global_step, t->total_steps);
 	optim_step(&t->optim, m->w, m->g, t->at.global_step + 1, lr);
 	t->at.global_step++;
-	maybe_flip_bit(t);
+	inject_fault(t);
 	double t5 = mark(t);
 	ema_update(&t->ema, m->w, t->at.global_step);
 	double t5b = mark(t), t6 = t5b;
@@ -262,10 +265,10 @@ static int build(struct trainer *t, int max_rows)
 	eval_init(&t->evaluator, &t->eval, &t->model);
 	if (cfg->check_replicas)
 		t->replica_host = xmalloc(sizeof(float) * P);
-	const char *flip = getenv("MTRAIN_TEST_FLIP_BIT");
-	t->flip_rank = -1;
-	if (flip && sscanf(flip, "%d:%ld", &t->flip_rank, &t->flip_step) != 2)
-		t->flip_rank = -1;
+	const char *fault = getenv("MTRAIN_TEST_FAULT");
+	t->fault_rank = -1;
+	if (fault && sscanf(fault, "%7[a-z]:%d:%ld", t->fault, &t->fault_rank, &t->fault_step) != 3)
+		t->fault_rank = -1;
 	return 0;
 }
 

@@ -1,5 +1,5 @@
 # --check-replicas: a bit flipped in one rank's weights (the test's fault
-# switch, MTRAIN_TEST_FLIP_BIT=rank:step) is found at the next comparison:
+# switch, MTRAIN_TEST_FAULT=flip:rank:step) is found at the next comparison:
 # one line naming the step, the rank and the variable, exit 1, and no
 # checkpoint of the replicas that disagree. Without the fault the same run
 # compares weights and, at every checkpoint, the EMA shadows, and finishes.
@@ -7,18 +7,18 @@
 make_data
 ranks 2 "${SMALL[@]}" --steps 12 --check-replicas 2 --ckpt-dir ok >log ||
 	{ cat log; fail "a run without a fault did not finish"; }
-export MTRAIN_TEST_FLIP_BIT=1:3
+export MTRAIN_TEST_FAULT=flip:1:3
 expect_status 1 ranks 2 "${SMALL[@]}" --steps 12 --check-replicas 2 --ckpt-dir bad
 [ "$(grep -c '^mtrain: error' last.err)" = 1 ] || { cat last.err; fail "want one line"; }
 grep -q "replicas drifted at step 4: rank 1's weights of dense/kernel differ from rank 0's" last.err ||
 	{ cat last.err; fail "the drift line"; }
 [ -z "$(ls bad 2>/dev/null)" ] || { ls bad; fail "a checkpoint was written"; }
 # A flip just before a checkpoint (step 6 ends the epoch) is found there.
-export MTRAIN_TEST_FLIP_BIT=1:6
+export MTRAIN_TEST_FAULT=flip:1:6
 expect_status 1 ranks 2 "${SMALL[@]}" --steps 12 --check-replicas 100 --ckpt-dir bad6
 grep -q "replicas drifted at step 6: rank 1's weights of dense/kernel" last.err || { cat last.err; fail "at a checkpoint"; }
 [ ! -e bad6/ckpt-00000006.h5 ] || fail "the checkpoint of drifted replicas was written"
 # Without --check-replicas the flip goes unnoticed: the check is what finds it.
 ranks 2 "${SMALL[@]}" --steps 12 --ckpt-dir blind >/dev/null || fail "unchecked run"
-unset MTRAIN_TEST_FLIP_BIT
+unset MTRAIN_TEST_FAULT
 pass "a flipped bit on rank 1 found at the next comparison and at a checkpoint, named, exit 1"
