@@ -52,6 +52,14 @@ static int ds_open(const struct dataset *d, hid_t file, const char *name, int nd
 	int have = H5Sget_simple_extent_ndims(h->space);
 	if (have == nd) {
 		H5Sget_simple_extent_dims(h->space, h->dims, NULL);
+		/* Nothing stored (never written, or a forged layout that HDF5
+		 * 1.10 crashes reading: found by fuzz_dataset). */
+		if (h->dims[0] && H5Dget_storage_size(h->ds) == 0) {
+			user_error("%s: dataset '%s' stores no data (never written, or corrupt)",
+				   d->path, name);
+			ds_close(h);
+			return -1;
+		}
 		return 0;
 	}
 	user_error("%s: dataset '%s' has %d dimensions; expected %d (%s)", d->path, name, have, nd,

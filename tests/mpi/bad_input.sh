@@ -56,6 +56,10 @@ bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5
 # A class count that is an array overflowed the stack; 2^31 features wrapped an int.
 bad "bad-ncarray.h5: attribute y.num_classes is not one integer" "${SMALL[@]}" --data bad-ncarray.h5
 bad "bad-wide.h5: dataset 'x' is .2, 2147483650.; mtrain takes at most" "${SMALL[@]}" --data bad-wide.h5
+# fuzz_dataset's finding: a 'y' that stores nothing crashed HDF5 1.10's read.
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+bad "regress-y-unstored.h5: dataset 'y' stores no data" "${SMALL[@]}" \
+	--data "$REPO/tests/fuzz/corpus/dataset/regress-y-unstored.h5"
 # x that is not a dataset of numbers: said as it is.
 bad "bad-xgroup.h5: 'x' is a group, not a dataset" "${SMALL[@]}" --data bad-xgroup.h5
 bad "bad-xlink.h5: 'x' is a link to nothing" "${SMALL[@]}" --data bad-xlink.h5
