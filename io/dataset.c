@@ -23,6 +23,17 @@ struct h5ds {
 	hsize_t dims[2]; /* e.g. {60000, 784} */
 };
 
+/* 0, or -1 with a user error when the dataset name stores nothing (never
+ * written, or a forged layout that HDF5 1.10 crashes reading: found by
+ * fuzz_dataset). Called just before reading it. */
+static int ds_stored(const struct dataset *d, const struct h5ds *h, const char *name)
+{
+	if (h->dims[0] && H5Dget_storage_size(h->ds) == 0)
+		return user_error("%s: dataset '%s' stores no data (never written, or corrupt)",
+				  d->path, name);
+	return 0;
+}
+
 static void ds_close(struct h5ds *h)
 {
 	H5Tclose(h->type);
@@ -52,14 +63,6 @@ static int ds_open(const struct dataset *d, hid_t file, const char *name, int nd
 	int have = H5Sget_simple_extent_ndims(h->space);
 	if (have == nd) {
 		H5Sget_simple_extent_dims(h->space, h->dims, NULL);
-		/* Nothing stored (never written, or a forged layout that HDF5
-		 * 1.10 crashes reading: found by fuzz_dataset). */
-		if (h->dims[0] && H5Dget_storage_size(h->ds) == 0) {
-			user_error("%s: dataset '%s' stores no data (never written, or corrupt)",
-				   d->path, name);
-			ds_close(h);
-			return -1;
-		}
 		return 0;
 	}
 	user_error("%s: dataset '%s' has %d dimensions; expected %d (%s)", d->path, name, have, nd,
@@ -83,6 +86,8 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 		user_error("%s: dataset 'y' is not integer; expected class ids", p);
 		goto out;
 	}
+	if (ds_stored(d, &h, "y"))
+		goto out;
 	hsize_t start = (hsize_t)d->first, count = (hsize_t)d->n;
 	H5_CHECK(H5Sselect_hyperslab(h.space, H5S_SELECT_SET, &start, NULL, &count, NULL));
 	hid_t mem = H5Screate_simple(1, &count, NULL);
@@ -170,6 +175,8 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 	hsize_t start[2] = {(hsize_t)d->first, 0}, count[2] = {(hsize_t)d->n, h.dims[1]};
 	size_t cells = (size_t)d->n * (size_t)d->dim;
 	herr_t r = 0;
+	if (ds_stored(d, &h, "x"))
+		goto out;
 	if (d->n) {
 		H5_CHECK(H5Sselect_hyperslab(h.space, H5S_SELECT_SET, start, NULL, count, NULL));
 		hid_t mem = H5Screate_simple(2, count, NULL);
