@@ -24,13 +24,20 @@ struct h5ds {
 };
 
 /* 0, or -1 with a user error when the dataset name stores nothing (never
- * written, or a forged layout that HDF5 1.10 crashes reading: found by
+ * written), or, stored whole (contiguous or compact, not chunked), less
+ * than its shape needs: forged layouts HDF5 1.10 crashes reading (found by
  * fuzz_dataset). Called just before reading it. */
 static int ds_stored(const struct dataset *d, const struct h5ds *h, const char *name)
 {
-	if (h->dims[0] && H5Dget_storage_size(h->ds) == 0)
-		return user_error("%s: dataset '%s' stores no data (never written, or corrupt)",
-				  d->path, name);
+	hsize_t stored = H5Dget_storage_size(h->ds);
+	hid_t dcpl = H5Dget_create_plist(h->ds);
+	int whole = H5Pget_layout(dcpl) != H5D_CHUNKED;
+	H5Pclose(dcpl);
+	double need = (double)H5Tget_size(h->type) * (double)h->dims[0] *
+		      (double)(h->dims[1] ? h->dims[1] : 1);
+	if (h->dims[0] && (stored == 0 || (whole && (double)stored < need)))
+		return user_error("%s: dataset '%s' stores %s (never written, or corrupt)", d->path,
+				  name, stored ? "less than its shape needs" : "no data");
 	return 0;
 }
 

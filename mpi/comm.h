@@ -30,6 +30,7 @@ struct comm {
 	char host[64];
 	double timeout; /* seconds one collective may take, then the job is
 			 * ended with a message (--comm-timeout); 0: no limit */
+	_Atomic long step; /* last completed training step, for roll calls */
 	void *impl; /* the data plane's own state */
 };
 

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "params.h"
 #include "timeline.h"
+#include "watchdog.h"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -15,64 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The watchdog: every collective below runs between guard() and unguard().
- * A thread wakes twice a second; when one has run past --comm-timeout (a
- * rank stalled, died or took another branch) it prints which rank waited
- * in which operation and ends this process, and mpirun then ends the job.
- * No hang without a message. Blocking collectives stay (measured: MPI's
- * non-blocking ones polled to a deadline cost 13% of the 2-rank step). */
-static struct {
-	atomic_llong deadline_ms;   /* 0: no collective under way */
-	const char *_Atomic op;     /* e.g. "all-reduce of gradients" */
-	struct comm *c;             /* set once, before the thread starts */
-	pthread_once_t started;
-} g_dog = {.started = PTHREAD_ONCE_INIT};
+/* Every collective below runs between guard() and unguard(): the watchdog
+ * (watchdog.c) ends one that runs past --comm-timeout with a message. */
+static void guard(struct comm *c, const char *op) { watchdog_enter(c, op); }
 
-static long long now_ms(void) { return (long long)(log_now() * 1e3); }
-
-static void *watchdog(void *arg)
-{
-	long long before = now_ms();
-	for (;;) {
-		usleep(500 * 1000);
-		/* A gap far longer than the nap means the whole process was
-		 * stopped (a suspended job): that time is nobody's stall. */
-		long long now = now_ms(), gap = now - before;
-		before = now;
-		long long d = atomic_load(&g_dog.deadline_ms);
-		if (gap > 2000 && d &&
-		    atomic_compare_exchange_strong(&g_dog.deadline_ms, &d, d + gap - 500))
-			d += gap - 500;
-		if (d && now > d) {
-			struct comm *c = g_dog.c;
-			log_error_line(1, "MPI %s did not complete within --comm-timeout %g s "
-				       "(another rank stalled, died or is elsewhere); ending the "
-				       "job", atomic_load(&g_dog.op), c->timeout);
-			_exit(1);
-		}
-	}
-	return NULL;
-}
-
-static void start_watchdog(void)
-{
-	pthread_t t;
-	if (pthread_create(&t, NULL, watchdog, NULL) == 0)
-		pthread_detach(t);
-}
-
-static void guard(struct comm *c, const char *op)
-{
-	if (c->timeout <= 0)
-		return;
-	if (!g_dog.c)
-		g_dog.c = c; /* the one communicator; read by the thread only after */
-	pthread_once(&g_dog.started, start_watchdog);
-	atomic_store(&g_dog.op, op);
-	atomic_store(&g_dog.deadline_ms, now_ms() + (long long)(c->timeout * 1e3));
-}
-
-static void unguard(void) { atomic_store(&g_dog.deadline_ms, 0); }
+static void unguard(void) { watchdog_leave(); }
 
 /* MPI counts are int: large buffers go in chunks. */
 #define MPI_CHUNK ((size_t)1 << 30)
@@ -155,12 +103,9 @@ void comm_use_mpi(struct comm *c)
 int comm_init(struct comm *c, int *argc, char ***argv)
 {
 	memset(c, 0, sizeof(*c));
-	/* Funneled: only the main thread calls MPI (the watchdog never does). */
+	/* Multiple: the watchdog thread answers other ranks' roll calls. */
 	int provided = 0;
-	MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
-	if (provided < MPI_THREAD_FUNNELED)
-		log_warn("this MPI offers no thread support (level %d): --comm-timeout's watchdog "
-			 "thread runs anyway, making no MPI calls", provided);
+	MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
 	/* Errors come back as codes so MPI_CHECK can name the call. */
 	MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
 	MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));
@@ -177,6 +122,10 @@ int comm_init(struct comm *c, int *argc, char ***argv)
 	snprintf(c->host, sizeof(c->host), "%.63s", name);
 	comm_use_mpi(c);
 	log_set_identity(c->rank, c->size, c->host);
+	if (provided < MPI_THREAD_MULTIPLE)
+		log_warn("this MPI offers thread level %d, not MPI_THREAD_MULTIPLE: a collective "
+			 "past --comm-timeout cannot name the ranks that are late", provided);
+	watchdog_start(c);
 	return 0;
 }
 
@@ -184,6 +133,7 @@ void comm_finalize(struct comm *c)
 {
 	if (c->ops)
 		c->ops->release(c);
+	watchdog_stop();
 	MPI_Finalize();
 }
 

@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "cuda_check.h"
 #include "log.h"
+#include "watchdog.h"
 
 #include <mpi.h>
 #include <nccl.h>
@@ -36,7 +37,11 @@ struct nccl_state {
 static _Noreturn void give_up(struct comm *c, struct nccl_state *s, const char *op,
 			      const char *why)
 {
-	log_error_line(1, "NCCL %s %s; aborting the job", op, why);
+	/* Who is not there: the others' last steps, asked over MPI (their
+	 * watchdog threads answer while their main threads wait). */
+	char late[2048];
+	watchdog_roll_call(c, late, sizeof(late));
+	log_error_line(1, "NCCL %s %s; not in it: %s; aborting the job", op, why, late);
 	ncclCommAbort(s->comm);
 	MPI_Abort(MPI_COMM_WORLD, 1);
 	exit(1);
@@ -98,16 +103,20 @@ static void nccl_allreduce_start(struct comm *c, float *buf, size_t n)
 
 static void nccl_allreduce_wait(struct comm *c)
 {
+	watchdog_count(1);
 	wait_collectives(c, c->impl, "all-reduce");
+	watchdog_count(0);
 }
 
 static void nccl_bcast(struct comm *c, float *buf, size_t n, int root)
 {
 	struct nccl_state *s = c->impl;
 	after_compute(s);
+	watchdog_count(1);
 	NCCL_CHECK(ncclBroadcast(buf, buf, n, ncclFloat, root, s->comm, s->stream));
 	settle(c, s, "broadcast");
 	wait_collectives(c, s, "broadcast");
+	watchdog_count(0);
 }
 
 static void nccl_release(struct comm *c)

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 
 struct trainer {
@@ -103,6 +104,8 @@ static void inject_fault(struct trainer *t)
 		return;
 	if (!strcmp(t->fault, "crash"))
 		raise(SIGSEGV);
+	if (!strcmp(t->fault, "hang"))
+		sleep(30); /* alive, outside any collective */
 	float w;
 	unsigned bits;
 	t->be->copy_out(t->be, &w, t->model.w, sizeof(w));
@@ -199,6 +202,7 @@ static int train_step(struct trainer *t, struct progress *p)
 	float lr = optim_lr(cfg, t->at.global_step, t->total_steps);
 	optim_step(&t->optim, m->w, m->g, t->at.global_step + 1, lr);
 	t->at.global_step++;
+	c->step = t->at.global_step; /* for other ranks' roll calls */
 	inject_fault(t);
 	double t5 = mark(t);
 	ema_update(&t->ema, m->w, t->at.global_step);

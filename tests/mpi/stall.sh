@@ -55,7 +55,14 @@ kill -KILL "$(cat pid.1)" 2>/dev/null || true
 status=0
 wait $job || status=$?
 [ $status != 0 ] || fail "the job exited 0 after a rank stopped"
-grep -q "^mtrain: error: rank 0 on .*: MPI .* did not complete within --comm-timeout 3 s" stalled.err ||
-	{ cat stalled.err; fail "no line naming the waiting rank and the collective"; }
+grep -q "^mtrain: error: rank 0 on .*: MPI .* did not complete within --comm-timeout 3 s; not in it: rank 1 (no answer: stopped or dead); ending the job" stalled.err ||
+	{ cat stalled.err; fail "no line naming the waiting rank, the collective and the stopped one"; }
 [ $took -lt 20 ] || fail "the job took $took s to end, timeout 3 s"
-pass "a suspended job carries on; a stopped rank ends the job in $took s with a message"
+# A rank alive but elsewhere (busy outside any collective: the test's hang
+# fault sleeps after step 3) is named with its last completed step.
+MTRAIN_TEST_FAULT=hang:1:3 "$MPIRUN" --oversubscribe -np 2 "$MTRAIN" --device cpu --data big.h5 \
+	--eval-data none --layers 16,8 --batch 14 --steps 100 --comm-timeout 3 --ckpt-dir busy \
+	>busy.out 2>busy.err && fail "the job with a busy rank exited 0"
+grep -q "did not complete within --comm-timeout 3 s; not in it: rank 1 (last completed step 3, not in a collective)" busy.err ||
+	{ cat busy.err; fail "the busy rank was not named with its step"; }
+pass "a suspended job carries on; a stopped rank ends the job in $took s, named; a busy one is named with its step"
