@@ -181,23 +181,10 @@ void ckpt_meta_print(FILE *out, const char *path, const struct ckpt_meta *m)
 	}
 }
 
-/* s as a JSON string, or null. */
-static void put_json(FILE *out, const char *s)
-{
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	size_t len = strlen(s);
-	char *buf = malloc(6 * len + 1);
-	fprintf(out, "\"%s\"", buf ? json_escape(s, buf, 6 * len + 1) : "");
-	free(buf);
-}
-
 void ckpt_meta_print_json(FILE *out, const char *path, const struct ckpt_meta *m)
 {
 	fputs("\"file\":", out);
-	put_json(out, path);
+	json_put(out, path);
 	fprintf(out, ",\"format\":\"%s\",\"format_version\":%d,", CKPT_FORMAT, m->format_version);
 	for (size_t i = 0; i < N_FIELDS; i++) {
 		const struct field *f = &fields[i];
@@ -207,7 +194,7 @@ void ckpt_meta_print_json(FILE *out, const char *path, const struct ckpt_meta *m
 		else if (f->type < F_CHARS)
 			fprintf(out, "%lld", (long long)field_num(f, m));
 		else
-			put_json(out, field_str(f, m));
+			json_put(out, field_str(f, m));
 		fputc(',', out);
 	}
 }

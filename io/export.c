@@ -42,15 +42,6 @@ static const struct ckpt_var *find_slot(const struct ckpt_var *vars, int n, cons
 	return NULL;
 }
 
-/* Appends s to the header as a JSON string. */
-static void put_json_str(FILE *h, const char *s)
-{
-	size_t len = strlen(s);
-	char *buf = xmalloc(6 * len + 1);
-	fprintf(h, "\"%s\"", json_escape(s, buf, 6 * len + 1));
-	free(buf);
-}
-
 /* The header: each exported tensor (src[i] holds the bytes written under
  * names[i]) and the metadata. malloc'd, padded; *len its size. */
 static char *make_header(const struct ckpt_var **src, const char **names, int n,
@@ -63,7 +54,7 @@ static char *make_header(const struct ckpt_var **src, const char **names, int n,
 	fputc('{', h);
 	for (int i = 0; i < n; i++) {
 		size_t bytes = ckpt_var_cells(src[i]) * sizeof(float);
-		put_json_str(h, names[i]);
+		json_put(h, names[i]);
 		fprintf(h, ":{\"dtype\":\"F32\",\"shape\":[%ld", src[i]->shape[0]);
 		if (src[i]->ndim > 1)
 			fprintf(h, ",%ld", src[i]->shape[1]);
@@ -72,7 +63,7 @@ static char *make_header(const struct ckpt_var **src, const char **names, int n,
 	}
 	fprintf(h, "\"__metadata__\":{\"format\":\"pt\",\"producer\":\"mtrain\",\"global_step\":\"%ld\","
 		"\"weights\":\"%s\",\"config\":", m->global_step, which == EXPORT_EMA ? "ema" : "raw");
-	put_json_str(h, m->config ? m->config : "");
+	json_put(h, m->config ? m->config : "");
 	fputs("}}", h);
 	while ((ftell(h) + 8) % 8)
 		fputc(' ', h);

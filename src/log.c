@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -171,4 +172,16 @@ const char *json_num(double v, char *buf, size_t len)
 	else
 		snprintf(buf, len, "null");
 	return buf;
+}
+
+void json_put(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	size_t len = 6 * strlen(s) + 1; /* every byte may become \u00XX */
+	char *buf = malloc(len);
+	fprintf(f, "\"%s\"", buf ? json_escape(s, buf, len) : "");
+	free(buf);
 }

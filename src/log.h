@@ -51,6 +51,9 @@ void metrics_close(void);
  * the \u00XX of its Latin-1 character, so the text is always valid JSON);
  * returns buf. 6 * strlen(s) + 1 bytes always suffice. */
 const char *json_escape(const char *s, char *buf, size_t len);
+/* Writes s to f as a quoted JSON string (json_escape), or null when s is
+ * NULL. */
+void json_put(FILE *f, const char *s);
 /* v as a JSON number (7 significant digits), or null when it is NaN or
  * infinite (a diverged loss), in buf; returns buf. */
 const char *json_num(double v, char *buf, size_t len);
