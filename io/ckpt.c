@@ -1,5 +1,6 @@
 /* HDF5 checkpoints of ckpt.h. */
 #include "ckpt.h"
+#include "sandbox.h"
 #include "check.h"
 #include "ckpt_meta.h"
 #include "h5attr.h"
@@ -362,8 +363,8 @@ static void report(char *buf, size_t len, int *count, const char *fmt, ...)
 	(*count)++;
 }
 
-int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
-	      struct ckpt_meta *meta)
+static int read_here(const char *path, struct ckpt_var *vars, int n, int allow_extra,
+		     struct ckpt_meta *meta)
 {
 	struct listing l;
 	hid_t file = open_with_meta(path, &l, meta);
@@ -415,7 +416,7 @@ int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	return rc;
 }
 
-int ckpt_read_meta(const char *path, struct ckpt_meta *meta)
+static int read_meta_here(const char *path, struct ckpt_meta *meta)
 {
 	struct listing l;
 	hid_t file = open_with_meta(path, &l, meta);
@@ -426,7 +427,8 @@ int ckpt_read_meta(const char *path, struct ckpt_meta *meta)
 	return 0;
 }
 
-int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta)
+static int read_all_here(const char *path, struct ckpt_var **vars, int *n,
+			 struct ckpt_meta *meta)
 {
 	struct listing l;
 	*vars = NULL;
@@ -460,6 +462,121 @@ int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_
 	*vars = v;
 	*n = count;
 	return 0;
+}
+
+/* The three readers in a child process (sandbox.h): their arguments, what
+ * the child runs, and what it sends back. The parent bounds the sizes it is
+ * sent, in case the child's memory was what the file damaged. */
+#define SENT_CONFIG_MAX ((size_t)1 << 26)
+#define SENT_CELLS_MAX ((size_t)1 << 40)
+struct read_args {
+	const char *path;
+	struct ckpt_var *vars; /* ckpt_read: the caller's variables */
+	struct ckpt_var **all; /* ckpt_read_all: the variables found */
+	int n, allow_extra;
+	struct ckpt_meta *meta;
+};
+
+static int read_child(void *arg)
+{
+	struct read_args *a = arg;
+	if (a->all)
+		return read_all_here(a->path, a->all, &a->n, a->meta);
+	if (a->vars)
+		return read_here(a->path, a->vars, a->n, a->allow_extra, a->meta);
+	return read_meta_here(a->path, a->meta);
+}
+
+/* The root attributes, config last (its length first). */
+static void move_meta(struct ckpt_meta *m, struct sandbox_pipe *p)
+{
+	size_t len = p->sending && m->config ? strlen(m->config) + 1 : 0;
+	sandbox_move(p, m, sizeof(*m)); /* the parent's config pointer is set below */
+	sandbox_move(p, &len, sizeof(len));
+	if (!p->sending) {
+		p->failed |= len > SENT_CONFIG_MAX;
+		m->config = len && !p->failed ? xmalloc(len) : NULL;
+	}
+	sandbox_move(p, m->config, m->config ? len : 0);
+	if (!p->sending) {
+		if (m->config)
+			m->config[len - 1] = 0;
+		m->created[sizeof(m->created) - 1] = m->version[sizeof(m->version) - 1] = 0;
+	}
+}
+
+static void move_vars(struct read_args *a, struct sandbox_pipe *p)
+{
+	if (a->all) {
+		sandbox_move(p, &a->n, sizeof(a->n));
+		if (!p->sending)
+			*a->all = xcalloc((size_t)a->n + 1, sizeof(**a->all));
+	}
+	struct ckpt_var *v = a->all ? *a->all : a->vars;
+	for (int i = 0; i < a->n && !p->failed; i++) {
+		if (a->all) {
+			float *data = v[i].data;
+			sandbox_move(p, &v[i], sizeof(v[i]));
+			v[i].data = data; /* NULL in the parent */
+			v[i].name[sizeof(v[i].name) - 1] = 0;
+			if (!p->sending && !p->failed && v[i].ndim >= 1 && v[i].ndim <= 2 &&
+			    v[i].shape[0] >= 0 && v[i].shape[1] >= 0 &&
+			    ckpt_var_cells(&v[i]) <= SENT_CELLS_MAX)
+				v[i].data = xmalloc(ckpt_var_cells(&v[i]) * sizeof(float));
+			p->failed |= !v[i].data;
+		}
+		sandbox_move(p, v[i].data, p->failed ? 0 : ckpt_var_cells(&v[i]) * sizeof(float));
+	}
+}
+
+static void read_move(void *arg, struct sandbox_pipe *p)
+{
+	struct read_args *a = arg;
+	if (!p->sending) {
+		free(a->meta->config); /* none: the parent's meta is zeroed */
+		a->meta->config = NULL;
+	}
+	move_meta(a->meta, p);
+	move_vars(a, p);
+}
+
+/* The parent's side of the three readers: a failure leaves nothing held. */
+static int read_sandboxed(struct read_args *a)
+{
+	memset(a->meta, 0, sizeof(*a->meta));
+	int rc = sandbox_read(a->path, read_child, read_move, a);
+	if (rc) {
+		if (a->all) {
+			ckpt_free_vars(*a->all, a->n);
+			*a->all = NULL;
+			a->n = 0;
+		}
+		free(a->meta->config);
+		memset(a->meta, 0, sizeof(*a->meta));
+	}
+	return rc;
+}
+
+int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
+	      struct ckpt_meta *meta)
+{
+	struct read_args a = {path, vars, NULL, n, allow_extra, meta};
+	return read_sandboxed(&a);
+}
+
+int ckpt_read_meta(const char *path, struct ckpt_meta *meta)
+{
+	struct read_args a = {.path = path, .meta = meta};
+	return read_sandboxed(&a);
+}
+
+int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta)
+{
+	struct read_args a = {.path = path, .all = vars, .meta = meta};
+	*vars = NULL;
+	int rc = read_sandboxed(&a);
+	*n = a.n;
+	return rc;
 }
 
 void ckpt_free_vars(struct ckpt_var *vars, int n)

@@ -1,5 +1,6 @@
 /* HDF5 data files and the IDX importer of dataset.h. */
 #include "dataset.h"
+#include "sandbox.h"
 #include "check.h"
 #include "h5attr.h"
 #include "resources.h"
@@ -213,7 +214,7 @@ out:
 	return rc;
 }
 
-int dataset_load(struct dataset *d, const char *path, int part, int parts)
+static int load_here(struct dataset *d, const char *path, int part, int parts)
 {
 	memset(d, 0, sizeof(*d));
 	snprintf(d->path, sizeof(d->path), "%s", path);
@@ -229,6 +230,58 @@ int dataset_load(struct dataset *d, const char *path, int part, int parts)
 	if (!rc)
 		rc = read_labels(d, file, d->n_total);
 	H5Fclose(file);
+	if (rc)
+		dataset_free(d);
+	return rc;
+}
+
+/* dataset_load in a child process (sandbox.h). */
+struct load_args {
+	struct dataset *d;
+	const char *path;
+	int part, parts;
+};
+
+static int load_child(void *arg)
+{
+	struct load_args *a = arg;
+	return load_here(a->d, a->path, a->part, a->parts);
+}
+
+/* The rows loaded: their place and size, then x and y. */
+static void load_move(void *arg, struct sandbox_pipe *p)
+{
+	struct dataset *d = ((struct load_args *)arg)->d;
+	int bytes = d->x8 ? 1 : 4; /* the child's x8 or xf */
+	sandbox_move(p, &d->n_total, sizeof(d->n_total));
+	sandbox_move(p, &d->first, sizeof(d->first));
+	sandbox_move(p, &d->n, sizeof(d->n));
+	sandbox_move(p, &d->dim, sizeof(d->dim));
+	sandbox_move(p, &d->classes, sizeof(d->classes));
+	sandbox_move(p, &bytes, sizeof(bytes));
+	size_t cells = (size_t)d->n * (size_t)d->dim;
+	if (!p->sending) {
+		/* Bounds on what was sent, in case the file damaged the child. */
+		p->failed |= d->n < 0 || d->n > d->n_total || d->dim <= 0 || d->dim > INT32_MAX ||
+			     (bytes != 1 && bytes != 4) || cells > (size_t)1 << 40;
+		if (p->failed)
+			return;
+		if (bytes == 1)
+			d->x8 = xmalloc(cells);
+		else
+			d->xf = xmalloc(cells * sizeof(float));
+		d->y = xmalloc((size_t)d->n * sizeof(int32_t));
+	}
+	sandbox_move(p, d->x8 ? (void *)d->x8 : (void *)d->xf, cells * (size_t)bytes);
+	sandbox_move(p, d->y, (size_t)d->n * sizeof(int32_t));
+}
+
+int dataset_load(struct dataset *d, const char *path, int part, int parts)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	struct load_args a = {d, path, part, parts};
+	int rc = sandbox_read(path, load_child, load_move, &a);
 	if (rc)
 		dataset_free(d);
 	return rc;

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+static int g_in_child;
+
 MT_NORETURN void check_fail(const char *lib, const char *call, const char *detail,
 			    const char *file, int line)
 {
@@ -19,6 +21,8 @@ MT_NORETURN void check_fail(const char *lib, const char *call, const char *detai
 	fprintf(stderr, "mtrain: %s error: %s failed (%s) at %s:%d on rank %d (%s%s)\n",
 		lib, call, detail, file, line, log_rank(), log_host(), device);
 	fflush(stderr);
+	if (g_in_child)
+		_exit(CHECK_CHILD_FAILED);
 	int inited = 0;
 	MPI_Initialized(&inited);
 	if (inited)
@@ -86,4 +90,12 @@ void check_catch_crashes(void)
 	const int sigs[5] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 	for (int i = 0; i < 5; i++)
 		sigaction(sigs[i], &sa, NULL);
+}
+
+void check_in_child(void)
+{
+	g_in_child = 1;
+	const int sigs[5] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	for (int i = 0; i < 5; i++)
+		signal(sigs[i], SIG_DFL);
 }

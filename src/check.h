@@ -48,6 +48,12 @@ MT_NORETURN void check_fail(const char *lib, const char *call, const char *detai
  * accesses do not go through these signals.) */
 void check_catch_crashes(void);
 
+/* In a child process that reads a file for its parent (io/sandbox.c): a
+ * crash is left to kill it by its signal, and check_fail ends the child
+ * alone (exit status CHECK_CHILD_FAILED), never the parent's MPI job. */
+void check_in_child(void);
+#define CHECK_CHILD_FAILED 70
+
 /* Text of an MPI error code, for MPI_CHECK. */
 const char *mpi_error_text(int rc);
 

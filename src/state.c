@@ -166,7 +166,8 @@ int state_resume(struct state *s, const struct resume_run *run, struct position 
 		find_checkpoint(s, run->cfg, &m, used, sizeof(used));
 		if (used[0])
 			check_fit(used, &m, run);
-		if (!user_error_pending())
+		/* auto took the newest it could read; newer ones were warned of */
+		if (!user_error_pending() && strcmp(run->cfg->resume, "auto"))
 			warn_newer_checkpoints(run->cfg->ckpt_dir, used[0] ? m.global_step : 0);
 	}
 	free(m.config);

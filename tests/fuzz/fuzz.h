@@ -8,11 +8,13 @@
 
 #include "log.h"
 #include "resources.h"
+#include "sandbox.h"
 
 /* The memory budget mtrain's main sets (the node's available memory). */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	resources_init(1);
+	sandbox_enabled = 0; /* crashes are what a fuzzer looks for: in-process */
 	return 0;
 }
 
