@@ -1,10 +1,56 @@
 /* The lines of report.h. */
 #include "report.h"
+#include "check.h"
 #include "log.h"
 #include "tensorboard.h"
 #include "version.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Where the ranks run, on rank 0: "nodes 2: node1 ranks 0 1; node2 ranks 2
+ * 3", each node's ranks in local-rank order (those of more than 16 nodes
+ * as a count). Collective. Returns the number of nodes. */
+static int report_nodes(struct comm *c)
+{
+	struct place {
+		char host[64];
+		int local_rank;
+	} mine = {.local_rank = c->local_rank};
+	snprintf(mine.host, sizeof(mine.host), "%s", c->host);
+	struct place *all = xcalloc((size_t)c->size, sizeof(*all));
+	comm_allgather_host(c, &mine, all, sizeof(mine));
+	int nodes = 0, *node_of = xcalloc((size_t)c->size, sizeof(int)); /* first rank's index */
+	for (int r = 0; r < c->size; r++) {
+		int first = r;
+		for (int q = 0; q < r && first == r; q++)
+			if (!strcmp(all[q].host, all[r].host))
+				first = node_of[q];
+		node_of[r] = first;
+		nodes += first == r;
+	}
+	size_t len = 64 + (size_t)c->size * 80, used = 0;
+	char *text = xmalloc(len);
+	used += (size_t)snprintf(text, len, "nodes %d:", nodes);
+	for (int r = 0; r < c->size && nodes <= 16; r++) {
+		if (node_of[r] != r)
+			continue;
+		used += (size_t)snprintf(text + used, len - used, "%s %s ranks", r ? ";" : "",
+					 all[r].host);
+		for (int local = 0; local < c->size; local++)
+			for (int q = r; q < c->size; q++)
+				if (node_of[q] == r && all[q].local_rank == local)
+					used += (size_t)snprintf(text + used, len - used, " %d", q);
+	}
+	if (nodes > 16)
+		snprintf(text + used, len - used, " %d ranks", c->size);
+	log_info("%s", text);
+	free(text);
+	free(node_of);
+	free(all);
+	return nodes;
+}
 
 void report_start(const struct config *cfg, struct comm *c, const struct backend *be,
 		  const struct model *m, const struct dataset *train, int has_eval, long step,
@@ -31,12 +77,14 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		 train->dim, layers, train->classes, kind_name(act_names, cfg->act),
 		 params_count(&m->reg), kind_name(optim_names, cfg->optim), cfg->lr, cfg->batch,
 		 per_rank, total_steps, steps_per_epoch);
+	int nodes = report_nodes(c);
 	const char *eval_data = has_eval ? cfg->eval_data : "none";
 	log_info("data %s (%ld rows), eval %s", cfg->data, train->n, eval_data);
 	char data[JSON_PATH_LEN], eval[JSON_PATH_LEN];
 	metrics_write("{\"event\":\"start\",\"step\":%ld,\"total_steps\":%ld,\"ranks\":%d,"
-		      "\"backend\":\"%s\",\"batch\":%d,\"data\":\"%s\",\"eval_data\":\"%s\"}",
-		      step, total_steps, c->size, backend, cfg->batch,
+		      "\"nodes\":%d,\"backend\":\"%s\",\"batch\":%d,\"data\":\"%s\","
+		      "\"eval_data\":\"%s\"}",
+		      step, total_steps, c->size, nodes, backend, cfg->batch,
 		      json_escape(cfg->data, data, sizeof(data)),
 		      json_escape(eval_data, eval, sizeof(eval)));
 }
