@@ -1,0 +1,116 @@
+# A simulated cluster for the `cluster` tests, sourced instead of
+# tests/mpi/lib.sh (which it sources). Each node is a network namespace with
+# its own address on a private /24, joined to the others by a bridge in a
+# namespace of its own, plus a UTS namespace (its host name) and a private
+# mount namespace (its own /tmp, /dev/shm and /etc/hosts). Everything else
+# is shared, as a cluster shares its home file system: the scratch folder
+# $WORK lives in /var/tmp for that reason. Commands enter a node with
+# nsenter; mpirun reaches the other nodes through an agent that does the
+# same in place of ssh. The root namespace gets an unreachable route for the
+# subnet, so no packet for it can leave the machine. cluster_down, run on
+# every way out, kills every process of every node and deletes the
+# namespaces: nothing stays running or mounted (the mounts live and die with
+# the nodes' mount namespaces).
+
+# The scratch folder must be visible from every node: not under /tmp.
+export TMPDIR=/var/tmp
+. "$(dirname "${BASH_SOURCE[0]}")/../mpi/lib.sh"
+
+CL_TAG=mtc$$              # namespace prefix, unique to this test
+CL_NET=10.213.$(($$ % 250)) # the private subnet
+CL_NODES=0
+
+cluster_down() {
+	local i pids start
+	start=$(date +%s%N)
+	for i in $(seq "$CL_NODES"); do
+		pids=$(ip netns pids "$CL_TAG-n$i" 2>/dev/null || true)
+		[ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
+	done
+	for i in $(seq "$CL_NODES"); do
+		ip netns del "$CL_TAG-n$i" 2>/dev/null || true
+	done
+	ip netns del "$CL_TAG-sw" 2>/dev/null || true
+	ip route del unreachable "$CL_NET.0/24" 2>/dev/null || true
+	CL_DOWN_MS=$(( ($(date +%s%N) - start) / 1000000 ))
+}
+
+# cluster_gone: cluster_down now, and the test fails unless nothing of the
+# cluster is left: no namespace, no process in one, no route.
+cluster_gone() {
+	local tags
+	cluster_down
+	tags=$(ip netns list | grep -c "^$CL_TAG-" || true)
+	[ "$tags" = 0 ] || fail "$tags namespaces left after cluster_down"
+	! ip route | grep -q "$CL_NET.0/24" || fail "the unreachable route left after cluster_down"
+	! pgrep -f "$WORK/node" >/dev/null || fail "a node's process left after cluster_down"
+	CL_NODES=0
+}
+trap 'cluster_down; jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+
+skip() { echo "SKIP: $*"; exit 77; }
+
+# cluster_up N: N nodes, node1 ... nodeN at $CL_NET.1 ... $CL_NET.N.
+cluster_up() {
+	local n=$1 i start
+	start=$(date +%s%N)
+	for tool in ip unshare nsenter; do
+		command -v "$tool" >/dev/null || skip "no $tool: cannot make the cluster's nodes"
+	done
+	ip netns add "$CL_TAG-sw" 2>netns.err ||
+		skip "cannot create network namespaces here ($(head -n 1 netns.err))"
+	ip route add unreachable "$CL_NET.0/24"
+	ip -n "$CL_TAG-sw" link add br0 type bridge
+	ip -n "$CL_TAG-sw" link set br0 up
+	printf '127.0.0.1 localhost\n' >hosts
+	for i in $(seq "$n"); do
+		printf '%s.%d node%d\n' "$CL_NET" "$i" "$i" >>hosts
+	done
+	for i in $(seq "$n"); do
+		CL_NODES=$i
+		ip netns add "$CL_TAG-n$i"
+		ip link add "s$$-$i" netns "$CL_TAG-sw" type veth peer name eth0 netns "$CL_TAG-n$i"
+		ip -n "$CL_TAG-sw" link set "s$$-$i" master br0 up
+		ip -n "$CL_TAG-n$i" addr add "$CL_NET.$i/24" dev eth0
+		ip -n "$CL_TAG-n$i" link set eth0 up
+		ip -n "$CL_TAG-n$i" link set lo up
+		# The node's holder process keeps its UTS and mount namespaces.
+		ip netns exec "$CL_TAG-n$i" unshare --uts --mount --propagation private sh -c "
+			hostname node$i && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /dev/shm &&
+			mount --bind '$WORK/hosts' /etc/hosts && echo \$\$ >'$WORK/node$i.pid' &&
+			exec sleep 100000" >"node$i.err" 2>&1 &
+		disown # killed by cluster_down, without the shell's notice
+	done
+	for i in $(seq "$n"); do
+		for _ in $(seq 50); do [ -s "node$i.pid" ] && break; sleep 0.1; done
+		[ -s "node$i.pid" ] || { cat "node$i.err"; fail "node$i did not come up"; }
+	done
+	# mpirun's agent in place of ssh: "agent [options] HOST COMMAND...".
+	cat >agent <<SH
+#!/bin/sh
+while [ "\${1#-}" != "\$1" ]; do shift; done
+host=\$1
+shift
+exec nsenter -t "\$(cat "$WORK/\$host.pid")" -n -u -m -- env TMPDIR=/tmp sh -c "\$*"
+SH
+	chmod +x agent
+	CL_UP_MS=$(( ($(date +%s%N) - start) / 1000000 ))
+}
+
+# on_node I COMMAND...: runs COMMAND on node I (its host name, network,
+# /tmp), in the current folder.
+on_node() {
+	local i=$1
+	shift
+	nsenter -t "$(cat "$WORK/node$i.pid")" -n -u -m --wd="$PWD" -- env TMPDIR=/tmp "$@"
+}
+
+# cl_mpirun HOSTS ARGS...: mtrain from node1 over HOSTS (mpirun's --host,
+# e.g. node1:2,node2:2), TCP on the cluster's subnet only; never past 120 s.
+cl_mpirun() {
+	local hosts=$1
+	shift
+	on_node 1 timeout 120 "$MPIRUN" --host "$hosts" --mca plm_rsh_agent "$WORK/agent" \
+		--mca btl tcp,self --mca btl_tcp_if_include "$CL_NET.0/24" \
+		--mca oob_tcp_if_include "$CL_NET.0/24" "$MTRAIN" "$@"
+}
