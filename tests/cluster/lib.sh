@@ -68,22 +68,22 @@ cluster_up() {
 	done
 	for i in $(seq "$n"); do
 		CL_NODES=$i
-		ip netns add "$CL_TAG-n$i"
+		# The node's holder process keeps its namespaces. Not `ip netns
+		# exec`, whose fresh /sys would hide the cgroup file systems that
+		# slurmd needs; its network namespace is named after it instead.
+		unshare --net --uts --mount --propagation private sh -c "
+			hostname node$i && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /dev/shm &&
+			mount --bind '$WORK/hosts' /etc/hosts && echo \$\$ >'$WORK/node$i.pid' &&
+			exec sleep 100000" >"node$i.err" 2>&1 &
+		disown # killed by cluster_down, without the shell's notice
+		for _ in $(seq 50); do [ -s "node$i.pid" ] && break; sleep 0.1; done
+		[ -s "node$i.pid" ] || { cat "node$i.err"; fail "node$i did not come up"; }
+		ip netns attach "$CL_TAG-n$i" "$(cat "node$i.pid")"
 		ip link add "s$$-$i" netns "$CL_TAG-sw" type veth peer name eth0 netns "$CL_TAG-n$i"
 		ip -n "$CL_TAG-sw" link set "s$$-$i" master br0 up
 		ip -n "$CL_TAG-n$i" addr add "$CL_NET.$i/24" dev eth0
 		ip -n "$CL_TAG-n$i" link set eth0 up
 		ip -n "$CL_TAG-n$i" link set lo up
-		# The node's holder process keeps its UTS and mount namespaces.
-		ip netns exec "$CL_TAG-n$i" unshare --uts --mount --propagation private sh -c "
-			hostname node$i && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /dev/shm &&
-			mount --bind '$WORK/hosts' /etc/hosts && echo \$\$ >'$WORK/node$i.pid' &&
-			exec sleep 100000" >"node$i.err" 2>&1 &
-		disown # killed by cluster_down, without the shell's notice
-	done
-	for i in $(seq "$n"); do
-		for _ in $(seq 50); do [ -s "node$i.pid" ] && break; sleep 0.1; done
-		[ -s "node$i.pid" ] || { cat "node$i.err"; fail "node$i did not come up"; }
 	done
 	# mpirun's agent in place of ssh: "agent [options] HOST COMMAND...".
 	cat >agent <<SH

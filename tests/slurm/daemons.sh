@@ -45,3 +45,70 @@ start_daemon() {
 	tail -n 12 "$WORK/$name.start" "$log" >&2 2>/dev/null || true
 	exit 1
 }
+
+# slurm_conf CONTROLLER SPOOL NODE_LINE...: a private cluster's slurm.conf in
+# $WORK (state, pid files, logs and munge's socket there; slurmd's by node
+# name, %n), for the controller CONTROLLER ("host" or "host(address)"), with
+# slurmd's spool SPOOL and NODE_LINEs ("NodeName=... CPUs=..."), all in one
+# partition. Sets SLURM_CONF.
+slurm_conf() {
+	local controller=$1 spool=$2
+	shift 2
+	mkdir -p "$WORK/state" "$WORK/munge"
+	{
+		cat <<CONF
+ClusterName=mtraintest
+SlurmctldHost=$controller
+SlurmUser=root
+SlurmctldPort=$((20000 + RANDOM % 10000))
+SlurmdPort=$((30000 + RANDOM % 10000))
+StateSaveLocation=$WORK/state
+SlurmdSpoolDir=$spool
+SlurmctldPidFile=$WORK/slurmctld.pid
+SlurmdPidFile=$WORK/slurmd-%n.pid
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+SlurmctldLogFile=$WORK/slurmctld.log
+SlurmdLogFile=$WORK/slurmd-%n.log
+AuthType=auth/munge
+AuthInfo=socket=$WORK/munge/munge.socket
+CryptoType=crypto/munge
+MinJobAge=600
+SchedulerParameters=sched_interval=1
+CONF
+		local names=() line
+		for line in "$@"; do
+			echo "$line State=UNKNOWN"
+			line=${line#NodeName=}
+			names+=("${line%% *}")
+		done
+		echo "PartitionName=test Nodes=$(IFS=,; echo "${names[*]}") Default=YES MaxTime=INFINITE State=UP"
+	} >"$WORK/slurm.conf"
+	export SLURM_CONF=$WORK/slurm.conf
+}
+
+# start_munged: the cluster's munged, its socket in $WORK (shared by every
+# node, as a file system is).
+start_munged() {
+	start_daemon munged "$WORK/munge/munged.pid" "$WORK/munge/munged.log" \
+		munged --force --socket="$WORK/munge/munge.socket" --pid-file="$WORK/munge/munged.pid" \
+		--log-file="$WORK/munge/munged.log" --seed-file="$WORK/munge/seed"
+}
+
+# wait_for SECONDS CMD...: polls CMD once a second until it succeeds; 1 if
+# it never does.
+wait_for() {
+	local n=$1
+	shift
+	for _ in $(seq "$n"); do "$@" && return 0; sleep 1; done
+	return 1
+}

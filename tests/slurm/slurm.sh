@@ -24,57 +24,22 @@ host=$(hostname -s)
 cpus=$(nproc)
 
 # A private cluster: config, state and sockets under $WORK.
-mkdir -p state spool munge
-cat >slurm.conf <<CONF
-ClusterName=mtraintest
-SlurmctldHost=$host
-SlurmUser=root
-SlurmctldPort=$((20000 + RANDOM % 10000))
-SlurmdPort=$((30000 + RANDOM % 10000))
-StateSaveLocation=$WORK/state
-SlurmdSpoolDir=$WORK/spool
-SlurmctldPidFile=$WORK/slurmctld.pid
-SlurmdPidFile=$WORK/slurmd.pid
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
-MpiDefault=none
-ReturnToService=2
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-SlurmctldLogFile=$WORK/slurmctld.log
-SlurmdLogFile=$WORK/slurmd.log
-AuthType=auth/munge
-CryptoType=crypto/munge
-MinJobAge=600
-SchedulerParameters=sched_interval=1
-NodeName=$host CPUs=$cpus State=UNKNOWN
-PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
-CONF
-export SLURM_CONF=$WORK/slurm.conf
-munge_sock=$WORK/munge/munge.socket
-# Slurm's munge plugin finds the socket through this setting.
-sed -i "s|^AuthType=auth/munge|AuthType=auth/munge\nAuthInfo=socket=$munge_sock|" slurm.conf
+mkdir -p spool
+slurm_conf "$host" "$WORK/spool" "NodeName=$host CPUs=$cpus"
 # conf_of DAEMON: the config it reads; a broken copy when the test asks.
 conf_of() {
 	[ "${MTRAIN_SLURM_BREAK:-}" = "$1" ] || { echo "$SLURM_CONF"; return; }
 	{ cat slurm.conf; echo "NodeName=broken CPUs=many"; } >"$1-broken.conf"
 	echo "$WORK/$1-broken.conf"
 }
-start_daemon munged "$WORK/munge/munged.pid" "$WORK/munge/munged.log" \
-	munged --force --socket="$munge_sock" --pid-file="$WORK/munge/munged.pid" \
-	--log-file="$WORK/munge/munged.log" --seed-file="$WORK/munge/seed"
+start_munged
 start_daemon slurmctld "$WORK/slurmctld.pid" "$WORK/slurmctld.log" \
 	slurmctld -f "$(conf_of slurmctld)"
-start_daemon slurmd "$WORK/slurmd.pid" "$WORK/slurmd.log" slurmd -f "$(conf_of slurmd)"
+start_daemon slurmd "$WORK/slurmd-$host.pid" "$WORK/slurmd-$host.log" slurmd -f "$(conf_of slurmd)"
 for i in $(seq 60); do
 	sinfo -h -o %T 2>/dev/null | grep -Eq '^idle' && break
 	sleep 1
-	[ "$i" = 60 ] && { cat slurmctld.log slurmd.log; fail "the node did not come up"; }
+	[ "$i" = 60 ] && { cat slurmctld.log slurmd-*.log; fail "the node did not come up"; }
 done
 
 # 8,400 rows: 600 steps an epoch, so few epoch-end checkpoints.
@@ -86,14 +51,7 @@ job=$(sbatch --parsable --ntasks=2 --time=10 --output="$WORK/job-%j.out" \
 	--export=ALL,MTRAIN="$MTRAIN" --chdir="$WORK" "$REPO/jobs/slurm.sbatch" \
 	"${FLAGS[@]}" --steps $STEPS --ckpt-dir ck)
 echo "submitted job $job"
-# wait_for SECONDS CMD...: polls CMD once a second.
-wait_for() {
-	local n=$1
-	shift
-	for _ in $(seq "$n"); do "$@" && return 0; sleep 1; done
-	return 1
-}
-wait_for 60 grep -q "^step " job-"$job".out || { cat job-*.out slurmd.log; fail "the job did not start training"; }
+wait_for 60 grep -q "^step " job-"$job".out || { cat job-*.out slurmd-*.log; fail "the job did not start training"; }
 scancel --batch --signal=USR1 "$job"
 wait_for 60 grep -q "requeueing job $job" job-"$job".out || { cat job-"$job".out; fail "the script did not requeue"; }
 step=$(sed -n 's/.*stopped by signal at step \([0-9]*\).*/\1/p' job-"$job".out)

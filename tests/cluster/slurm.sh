@@ -1,0 +1,58 @@
+# jobs/slurm.sbatch on a two-node Slurm in the simulated cluster
+# (tests/cluster/lib.sh): slurmctld on node1, a slurmd on each node, munged
+# shared. The unchanged batch script runs mpirun inside the allocation
+# (which starts node2's ranks through srun); USR1 partway through makes
+# every rank on both nodes stop at one step with a checkpoint, the script
+# requeues the job, and the requeued job resumes and ends bitwise equal to
+# an unbroken run. Skips like tests/slurm/slurm.sh where Slurm cannot run.
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/../slurm/daemons.sh"
+trap 'stop_daemons; cluster_down; jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+command -v slurmctld >/dev/null && command -v munged >/dev/null || skip "no Slurm"
+grep -q ' /sys/fs/cgroup ' /proc/mounts || skip "no cgroup file system at /sys/fs/cgroup: slurmd cannot start here"
+REPO=$(cd "$HERE/../.." && pwd)
+cluster_up 2
+start=$(date +%s%N)
+slurm_conf "node1($CL_NET.1)" /tmp/spool "NodeName=node1 NodeAddr=$CL_NET.1 CPUs=2" \
+	"NodeName=node2 NodeAddr=$CL_NET.2 CPUs=2"
+start_munged
+start_daemon slurmctld "$WORK/slurmctld.pid" "$WORK/slurmctld.log" on_node 1 slurmctld -f "$SLURM_CONF"
+for i in 1 2; do
+	on_node "$i" mkdir -p /tmp/spool
+	start_daemon "slurmd-node$i" "$WORK/slurmd-node$i.pid" "$WORK/slurmd-node$i.log" \
+		on_node "$i" slurmd -f "$SLURM_CONF"
+done
+both_idle() { [ "$(on_node 1 sinfo -h -N -o %T | grep -c idle)" = 2 ]; }
+wait_for 60 both_idle || { cat slurmctld.log slurmd-*.log; fail "the two nodes did not come up"; }
+SLURM_UP_MS=$(( ($(date +%s%N) - start) / 1000000 ))
+
+# 8,400 rows: 600 steps an epoch; USR1 lands after step 2,000 (the first
+# progress line).
+"$MKDATA" synth train.h5 8400 12 3 11
+FLAGS=("${SMALL[@]}" --layers 64,64 --eval-data none --log-every 2000)
+STEPS=8000
+# Open MPI over the cluster's subnet only, for the job's mpirun.
+export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$CL_NET.0/24 OMPI_MCA_oob_tcp_if_include=$CL_NET.0/24
+job=$(on_node 1 sbatch --parsable --nodes=2 --ntasks-per-node=1 --time=10 --output="$WORK/job-%j.out" \
+	--export=ALL,MTRAIN="$MTRAIN" --chdir="$WORK" "$REPO/jobs/slurm.sbatch" \
+	"${FLAGS[@]}" --steps $STEPS --ckpt-dir ck)
+echo "submitted job $job"
+wait_for 60 grep -qs "^step " "job-$job.out" || { cat job-*.out slurmd-*.log; fail "the job did not start training"; }
+grep -qx "nodes 2: node1 ranks 0; node2 ranks 1" "job-$job.out" || { cat "job-$job.out"; fail "the job is not on both nodes"; }
+on_node 1 scancel --batch --signal=USR1 "$job"
+wait_for 60 grep -qs "requeueing job $job" "job-$job.out" || { cat "job-$job.out"; fail "the script did not requeue"; }
+step=$(sed -n 's/.*stopped by signal at step \([0-9]*\).*/\1/p' "job-$job.out")
+[ -n "$step" ] && [ "$step" -lt $STEPS ] || { cat "job-$job.out"; fail "mtrain did not stop early on USR1"; }
+state() { on_node 1 scontrol show job "$job" | grep -q "JobState=$1"; }
+wait_for 30 state PENDING || fail "the requeued job is not pending"
+on_node 1 scontrol update JobId="$job" StartTime=now
+wait_for 120 state COMPLETED || { cat "job-$job.out"; on_node 1 scontrol show job "$job"; fail "the requeued job did not complete"; }
+grep -q "resumed from ck/ckpt-$(printf %08d "$step").h5 at step $step" "job-$job.out" ||
+	{ cat "job-$job.out"; fail "the requeued job did not resume from step $step"; }
+# Bitwise the run that was never stopped, on the same two nodes.
+cl_mpirun node1:1,node2:1 "${FLAGS[@]}" --steps $STEPS --ckpt-dir straight >/dev/null
+same_ckpt "straight/ckpt-$(printf %08d $STEPS).h5" "ck/ckpt-$(printf %08d $STEPS).h5"
+stop_daemons
+cluster_gone
+pass "Slurm on 2 nodes (up in $CL_UP_MS + $SLURM_UP_MS ms): USR1 at step $step, both nodes checkpointed, requeued, resumed, bitwise equal to an unbroken run"
