@@ -1,4 +1,6 @@
-/* The start-up agreement checks of agree.h. */
+/* The agreement between ranks of agree.h: at start-up the same options,
+ * data and variable names on every rank; during the run, replica digests
+ * (--check-replicas). */
 #include "agree.h"
 #include "check.h"
 #include "hash.h"

@@ -77,8 +77,9 @@ static void on_crash(int sig)
 
 void check_catch_crashes(void)
 {
-	snprintf(g_crash_line, sizeof(g_crash_line), "mtrain: error: rank %d on %s: crashed "
-		 "(a bug: please report it); ending the job; signal ", log_rank(), log_host());
+	size_t used = log_error_prefix(1, g_crash_line, sizeof(g_crash_line));
+	snprintf(g_crash_line + used, sizeof(g_crash_line) - used,
+		 "crashed (a bug: please report it); ending the job; signal ");
 	g_crash_len = strlen(g_crash_line);
 	void *warm[1];
 	backtrace(warm, 1); /* loads what backtrace needs now, not in the handler */

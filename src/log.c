@@ -9,7 +9,7 @@
 #include <time.h>
 
 static int g_rank, g_size = 1, g_device = -1;
-static char g_host[64] = "?";
+static char g_host[LOG_HOST_LEN] = "?";
 static char g_user_error[16384]; /* several lines for checkpoint mismatches */
 static FILE *g_metrics;
 
@@ -56,13 +56,19 @@ void log_warn(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* The one format of an error line. */
+/* The one format of an error line's start. */
+size_t log_error_prefix(int with_rank, char *buf, size_t len)
+{
+	int n = with_rank ? snprintf(buf, len, "mtrain: error: rank %d on %s: ", g_rank, g_host)
+			  : snprintf(buf, len, "mtrain: error: ");
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}
+
 static void error_line(int with_rank, const char *fmt, va_list ap)
 {
-	if (with_rank)
-		fprintf(stderr, "mtrain: error: rank %d on %s: ", g_rank, g_host);
-	else
-		fputs("mtrain: error: ", stderr);
+	char prefix[LOG_HOST_LEN + 64];
+	log_error_prefix(with_rank, prefix, sizeof(prefix));
+	fputs(prefix, stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	fflush(stderr);

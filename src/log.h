@@ -6,6 +6,9 @@
 
 #include "mtrain.h"
 
+/* Host names are kept to this many bytes, with the NUL. */
+#define LOG_HOST_LEN 64
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,6 +32,9 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "mtrain: error: ..." to stderr on this rank, whatever its number,
  * as "mtrain: error: rank R on HOST: ..." when the job has several ranks. */
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Writes the start of that line ("mtrain: error: " and, with with_rank,
+ * "rank R on HOST: ") into buf; returns its length. */
+size_t log_error_prefix(int with_rank, char *buf, size_t len);
 /* The same line, naming the rank when with_rank, whatever the job's size.
  * Safe from any thread (the watchdog's). */
 void log_error_line(int with_rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

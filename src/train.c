@@ -1,5 +1,5 @@
 /* The training loop of train.h: set-up, the step (with batch staging and
- * its timing), progress lines, and stopping on a signal at a step every
+ * its timing), when to evaluate and save, and stopping on a signal at a step every
  * rank agrees on. One global step, one EMA owner (rank 0), one name
  * registry; every rank runs the same code on its slice of each global
  * batch. */
@@ -11,6 +11,7 @@
 #include "default_data.h"
 #include "ema.h"
 #include "eval.h"
+#include "fault.h"
 #include "log.h"
 #include "model.h"
 #include "optim.h"
@@ -52,9 +53,7 @@ struct trainer {
 	int lock;                     /* rank 0: --ckpt-dir's lock, or -1 */
 	int bad_in_row;               /* steps skipped in a row (NaN/Inf) */
 	float *replica_host;          /* (P) --check-replicas scratch, or NULL */
-	char fault[8];                /* a test's fault (MTRAIN_TEST_FAULT=kind:rank:step): */
-	int fault_rank;               /* "flip" a bit of that rank's weights, or */
-	long fault_step;              /* "crash" it, after that step */
+	struct test_fault fault;      /* a test's (MTRAIN_TEST_FAULT), or none */
 	long skipped;                 /* steps skipped in all */
 };
 
@@ -93,26 +92,6 @@ static int check_replicas(struct trainer *t, int shadows)
 	return agree_replicas(t->be, t->model.w, reg, t->replica_host, "weights", step, t->comm) ||
 	       (shadows && agree_replicas(t->be, t->ema.shadow, reg, t->replica_host,
 					  "EMA shadows", step, t->comm));
-}
-
-/* The fault a test injects after one step on one rank: one bit of the
- * first weight flipped (for --check-replicas to find), or a crash (that
- * must end the job at once). */
-static void inject_fault(struct trainer *t)
-{
-	if (t->fault_rank != t->comm->rank || t->fault_step != t->at.global_step)
-		return;
-	if (!strcmp(t->fault, "crash"))
-		raise(SIGSEGV);
-	if (!strcmp(t->fault, "hang"))
-		sleep(30); /* alive, outside any collective */
-	float w;
-	unsigned bits;
-	t->be->copy_out(t->be, &w, t->model.w, sizeof(w));
-	memcpy(&bits, &w, sizeof(bits));
-	bits ^= 1u;
-	memcpy(&w, &bits, sizeof(w));
-	t->be->copy_in(t->be, t->model.w, &w, sizeof(w));
 }
 
 static int save_checkpoint(struct trainer *t)
@@ -203,7 +182,7 @@ static int train_step(struct trainer *t, struct progress *p)
 	optim_step(&t->optim, m->w, m->g, t->at.global_step + 1, lr);
 	t->at.global_step++;
 	c->step = t->at.global_step; /* for other ranks' roll calls */
-	inject_fault(t);
+	fault_inject(&t->fault, t->be, t->model.w, t->comm->rank, t->at.global_step);
 	double t5 = mark(t);
 	ema_update(&t->ema, m->w, t->at.global_step);
 	double t5b = mark(t), t6 = t5b;
@@ -269,10 +248,7 @@ static int build(struct trainer *t, int max_rows)
 	eval_init(&t->evaluator, &t->eval, &t->model);
 	if (cfg->check_replicas)
 		t->replica_host = xmalloc(sizeof(float) * P);
-	const char *fault = getenv("MTRAIN_TEST_FAULT");
-	t->fault_rank = -1;
-	if (fault && sscanf(fault, "%7[a-z]:%d:%ld", t->fault, &t->fault_rank, &t->fault_step) != 3)
-		t->fault_rank = -1;
+	fault_read(&t->fault);
 	return 0;
 }
 

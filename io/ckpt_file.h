@@ -1,0 +1,19 @@
+/* Inside io/: the checkpoint readers that run in this process (ckpt.c runs
+ * them in a child process for everyone else), and the helpers the writer,
+ * the readers and inspect share. */
+#pragma once
+#include <stddef.h>
+
+#include "ckpt.h"
+
+/* The in-file path of a logical name: '/' would make groups, so it is '.'. */
+void ckpt_file_path_of(const char *name, char *buf, size_t len);
+/* "[784,256]", "[10]" */
+void ckpt_shape_text(int ndim, const long *shape, char *buf, size_t len);
+/* ckpt_read, ckpt_read_meta and ckpt_read_all of ckpt.h, in this process:
+ * a forged file may crash HDF5 here. */
+int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_extra,
+		   struct ckpt_meta *meta);
+int ckpt_read_meta_here(const char *path, struct ckpt_meta *meta);
+int ckpt_read_all_here(const char *path, struct ckpt_var **vars, int *n,
+		       struct ckpt_meta *meta);
