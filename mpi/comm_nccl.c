@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "cuda_check.h"
 #include "log.h"
+#include "timeline.h"
 #include "watchdog.h"
 
 #include <mpi.h>
@@ -96,9 +97,22 @@ static void after_compute(struct nccl_state *s)
 static void nccl_allreduce_start(struct comm *c, float *buf, size_t n)
 {
 	struct nccl_state *s = c->impl;
+	/* A step the timeline records: each all-reduce waited for, so its
+	 * span is its own time (not the compute before it). */
+	int traced = timeline_recording();
+	if (traced) {
+		CUDA_CHECK(cudaStreamSynchronize(s->compute));
+		timeline_begin("allreduce");
+	}
 	after_compute(s);
 	NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, s->comm, s->stream));
 	settle(c, s, "all-reduce");
+	if (traced) {
+		watchdog_count(1);
+		wait_collectives(c, s, "all-reduce");
+		watchdog_count(0);
+		timeline_end();
+	}
 }
 
 static void nccl_allreduce_wait(struct comm *c)

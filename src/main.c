@@ -26,7 +26,7 @@ static void usage(FILE *f)
 		"                                          convert IDX (.gz) files to HDF5\n"
 		"  mtrain inspect FILE.h5 [--json]         list a checkpoint's variables\n"
 		"  mtrain export FILE.h5 --out F.safetensors [--weights raw|ema]\n"
-		"                                          the model's weights for deployment\n"
+		"                [--format safetensors]    the model's weights for deployment\n"
 		"  mpirun -np N mtrain eval --ckpt FILE.h5 [--eval-data F] [--weights raw|ema|both]\n"
 		"                                          evaluate a checkpoint\n"
 		"  mtrain --help | --version\n\n"

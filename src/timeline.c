@@ -61,6 +61,8 @@ void timeline_span(const char *phase, double t0, double t1, long step)
 
 void timeline_at(long step) { g_tl.step = step; }
 
+int timeline_recording(void) { return timeline_wants(g_tl.step); }
+
 void timeline_begin(const char *phase)
 {
 	g_tl.open = phase;

@@ -14,6 +14,8 @@ void timeline_init(const char *path, long first, long last, struct comm *c);
 /* Whether step is recorded (the caller then waits for the backend at each
  * phase boundary, so spans are exact on a GPU too). */
 int timeline_wants(long step);
+/* Whether the step under way is recorded. */
+int timeline_recording(void);
 /* The step under way, for timeline_begin/end. */
 void timeline_at(long step);
 /* A span of phase (a string literal) from t0 to t1 (log_now() seconds)

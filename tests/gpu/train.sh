@@ -40,6 +40,18 @@ nccl_two_ranks() {
 }
 
 # Written on one, resumed on the other.
+# The timeline on the NCCL path: a span for each all-reduce on both ranks.
+nccl_timeline() {
+	two_hosts "${FLAGS[@]}" --device cuda --steps 6 --resume never --timeline tl.json \
+		--timeline-steps 2:4 >log
+	python3 - tl.json <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+for rank in (0, 1):
+    n = sum(1 for e in ev if e["pid"] == rank and e["name"] == "allreduce")
+    assert n >= 3 * 3, (rank, n)  # 3 steps of 3 layer buckets
+PY
+}
 checkpoints_cross() {
 	one "${FLAGS[@]}" --device cuda --steps 10 --ckpt-dir g2c >/dev/null
 	one "${FLAGS[@]}" --device cpu --steps 20 --ckpt-dir g2c >/dev/null
@@ -83,7 +95,7 @@ shared_gpu() {
 }
 
 failed=0
-for block in gpu_matches_cpu nccl_two_ranks checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
+for block in gpu_matches_cpu nccl_two_ranks nccl_timeline checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
 	status=0
 	set +e
 	(set -e; "$block")

@@ -61,20 +61,22 @@ assert abs(loss - float(want_loss)) <= 1.5e-4, (loss, want_loss)
 assert abs(acc - float(want_acc)) <= 1.5e-4, (acc, want_acc)
 PY
 # Bad input: one line naming the problem, exit 2, nothing left behind.
-expect_status 2 "$MTRAIN" export train.h5 --out x.safetensors
-grep -q "not an mtrain checkpoint" last.err || fail "export of a data file: $(cat last.err)"
-expect_status 2 "$MTRAIN" export $ck --out nowhere/x.safetensors
-grep -q "nowhere/x.safetensors: cannot write" last.err || fail "export to a missing folder: $(cat last.err)"
-expect_status 2 "$MTRAIN" export $ck --out x.safetensors --weights best
-expect_status 2 "$MTRAIN" export $ck
+expect_error "not an mtrain checkpoint" "$MTRAIN" export train.h5 --out x.safetensors
+expect_error "nowhere/x.safetensors: cannot write" "$MTRAIN" export $ck --out nowhere/x.safetensors
+expect_error "--weights" "$MTRAIN" export $ck --out x.safetensors --weights best
+expect_error "--format: 'onnx' is not one of safetensors" "$MTRAIN" export $ck --out x.safetensors --format onnx
+expect_error "--out" "$MTRAIN" export $ck
 # Never over the checkpoint itself; --weights ema needs every shadow.
-expect_status 2 "$MTRAIN" export $ck --out $ck
-grep -q "is the checkpoint being exported" last.err || fail "export onto its checkpoint: $(cat last.err)"
+expect_error "is the checkpoint being exported" "$MTRAIN" export $ck --out $ck
 "$MTRAIN" inspect $ck >/dev/null || fail "export over the checkpoint damaged it"
 "$PY" -c "import h5py, sys; f = h5py.File(sys.argv[1], 'a'); del f['dense_1.kernel.ExponentialMovingAverage']" \
 	"$(cp $ck noshadow.h5 && echo noshadow.h5)"
-expect_status 2 "$MTRAIN" export noshadow.h5 --out x.safetensors --weights ema
-grep -q "dense_1/kernel has no dense_1/kernel/ExponentialMovingAverage" last.err || fail "$(cat last.err)"
+expect_error "dense_1/kernel has no dense_1/kernel/ExponentialMovingAverage" \
+	"$MTRAIN" export noshadow.h5 --out x.safetensors --weights ema
+# --format safetensors, said outright, is the same file.
+"$MTRAIN" export $ck --out fmt.safetensors --format safetensors >/dev/null
+cmp -s fmt.safetensors raw.safetensors || fail "--format safetensors wrote another file than the default"
+rm fmt.safetensors
 [ "$(ls ./*.safetensors* nowhere 2>/dev/null | sort | tr '\n' ' ')" = "./ema.safetensors ./raw.safetensors " ] ||
 	fail "bad exports left files: $(ls)"
 pass "export: bitwise raw and EMA weights, metadata, torch accuracy $acc as mtrain eval"

@@ -53,6 +53,16 @@ expect_status() {
 	[ "$got" = "$want" ] || { cat last.out last.err >&2; fail "exit status $got, want $want: $*"; }
 }
 
+# expect_error PATTERN CMD...: CMD exits 2 and says why in exactly one line
+# on stderr, "mtrain: error: ..." holding PATTERN (grep -E).
+expect_error() {
+	local pattern=$1
+	shift
+	expect_status 2 "$@"
+	[ "$(grep -c . last.err)" = 1 ] && grep -qE "^mtrain: error: .*$pattern" last.err ||
+		{ cat last.err >&2; fail "want one error line holding '$pattern': $*"; }
+}
+
 # PY: the tests' Python (a venv jobs/setup.sh --tests makes in the build
 # folder, seeing Debian's python3-torch and python3-h5py, with safetensors
 # and tensorboard from PyPI). need_python MODULE...: skips the test (77),
