@@ -15,63 +15,94 @@
 #include <string.h>
 
 /* The three readers in a child process (sandbox.h): their arguments, what
- * the child runs, and what it sends back. The parent bounds the sizes it is
- * sent, in case the child's memory was what the file damaged. */
+ * the child runs, and what it sends back. Each side bounds the sizes it is
+ * sent, in case the other's memory was what the file damaged. */
+#define SENT_PATH_MAX ((size_t)1 << 16)
 #define SENT_CONFIG_MAX ((size_t)1 << 26)
 #define SENT_CELLS_MAX ((size_t)1 << 40)
+#define SENT_VARS_MAX (1 << 20)
+enum read_mode { READ_VARS, READ_META, READ_ALL };
 struct read_args {
-	const char *path;
-	struct ckpt_var *vars; /* ckpt_read: the caller's variables */
-	struct ckpt_var **all; /* ckpt_read_all: the variables found */
+	char *path;            /* first, as sandbox.h asks */
+	enum read_mode mode;
+	struct ckpt_var *vars; /* READ_VARS: the caller's variables */
+	struct ckpt_var **all; /* READ_ALL: the variables found */
 	int n, allow_extra;
 	struct ckpt_meta *meta;
 };
 
+static int cells_ok(const struct ckpt_var *v)
+{
+	return v->ndim >= 1 && v->ndim <= 2 && v->shape[0] >= 0 && v->shape[1] >= 0 &&
+	       ckpt_var_cells(v) <= SENT_CELLS_MAX;
+}
+
+/* The request: the path, the mode and, for READ_VARS, the variables'
+ * names and shapes (the child allocates their data). */
+static void read_ask(void *arg, struct sandbox_pipe *p)
+{
+	struct read_args *a = arg;
+	sandbox_move_str(p, &a->path, SENT_PATH_MAX);
+	sandbox_move(p, &a->mode, sizeof(a->mode));
+	sandbox_move(p, &a->n, sizeof(a->n));
+	sandbox_move(p, &a->allow_extra, sizeof(a->allow_extra));
+	if (!p->sending) {
+		p->failed |= !a->path || a->n < 0 || a->n > SENT_VARS_MAX;
+		if (p->failed)
+			return;
+		a->meta = xcalloc(1, sizeof(*a->meta));
+		a->all = a->mode == READ_ALL ? xcalloc(1, sizeof(*a->all)) : NULL;
+		a->vars = a->mode == READ_VARS ? xcalloc((size_t)a->n + 1, sizeof(*a->vars)) : NULL;
+	}
+	for (int i = 0; a->mode == READ_VARS && i < a->n && !p->failed; i++) {
+		struct ckpt_var *v = &a->vars[i];
+		float *data = v->data;
+		sandbox_move(p, v, sizeof(*v));
+		v->data = data; /* the caller's, or NULL in the child */
+		v->name[sizeof(v->name) - 1] = 0;
+		if (!p->sending && !p->failed && cells_ok(v))
+			v->data = xmalloc(ckpt_var_cells(v) * sizeof(float));
+		p->failed |= !v->data;
+	}
+}
+
 static int read_child(void *arg)
 {
 	struct read_args *a = arg;
-	if (a->all)
-		return ckpt_read_all_here(a->path, a->all, &a->n, a->meta);
-	if (a->vars)
-		return ckpt_read_here(a->path, a->vars, a->n, a->allow_extra, a->meta);
-	return ckpt_read_meta_here(a->path, a->meta);
+	switch (a->mode) {
+	case READ_ALL: return ckpt_read_all_here(a->path, a->all, &a->n, a->meta);
+	case READ_VARS: return ckpt_read_here(a->path, a->vars, a->n, a->allow_extra, a->meta);
+	default: return ckpt_read_meta_here(a->path, a->meta);
+	}
 }
 
-/* The root attributes, config last (its length first). */
+/* The root attributes, config last. */
 static void move_meta(struct ckpt_meta *m, struct sandbox_pipe *p)
 {
-	size_t len = p->sending && m->config ? strlen(m->config) + 1 : 0;
-	sandbox_move(p, m, sizeof(*m)); /* the parent's config pointer is set below */
-	sandbox_move(p, &len, sizeof(len));
-	if (!p->sending) {
-		p->failed |= len > SENT_CONFIG_MAX;
-		m->config = len && !p->failed ? xmalloc(len) : NULL;
-	}
-	sandbox_move(p, m->config, m->config ? len : 0);
-	if (!p->sending) {
-		if (m->config)
-			m->config[len - 1] = 0;
+	sandbox_move(p, m, sizeof(*m)); /* the receiver's config pointer is set below */
+	sandbox_move_str(p, &m->config, SENT_CONFIG_MAX);
+	if (!p->sending)
 		m->created[sizeof(m->created) - 1] = m->version[sizeof(m->version) - 1] = 0;
-	}
 }
 
 static void move_vars(struct read_args *a, struct sandbox_pipe *p)
 {
-	if (a->all) {
+	if (a->mode == READ_ALL) {
 		sandbox_move(p, &a->n, sizeof(a->n));
-		if (!p->sending)
+		p->failed |= a->n < 0 || a->n > SENT_VARS_MAX;
+		if (!p->sending && !p->failed)
 			*a->all = xcalloc((size_t)a->n + 1, sizeof(**a->all));
 	}
-	struct ckpt_var *v = a->all ? *a->all : a->vars;
+	if (a->mode == READ_META || p->failed)
+		return;
+	struct ckpt_var *v = a->mode == READ_ALL ? *a->all : a->vars;
 	for (int i = 0; i < a->n && !p->failed; i++) {
-		if (a->all) {
+		if (a->mode == READ_ALL) {
 			float *data = v[i].data;
 			sandbox_move(p, &v[i], sizeof(v[i]));
 			v[i].data = data; /* NULL in the parent */
 			v[i].name[sizeof(v[i].name) - 1] = 0;
-			if (!p->sending && !p->failed && v[i].ndim >= 1 && v[i].ndim <= 2 &&
-			    v[i].shape[0] >= 0 && v[i].shape[1] >= 0 &&
-			    ckpt_var_cells(&v[i]) <= SENT_CELLS_MAX)
+			if (!p->sending && !p->failed && cells_ok(&v[i]))
 				v[i].data = xmalloc(ckpt_var_cells(&v[i]) * sizeof(float));
 			p->failed |= !v[i].data;
 		}
@@ -82,21 +113,25 @@ static void move_vars(struct read_args *a, struct sandbox_pipe *p)
 static void read_move(void *arg, struct sandbox_pipe *p)
 {
 	struct read_args *a = arg;
-	if (!p->sending) {
-		free(a->meta->config); /* none: the parent's meta is zeroed */
-		a->meta->config = NULL;
-	}
 	move_meta(a->meta, p);
 	move_vars(a, p);
 }
+
+const struct sandbox_reader ckpt_sandbox_reader = {
+	.name = "checkpoint",
+	.arg_size = sizeof(struct read_args),
+	.ask = read_ask,
+	.read = read_child,
+	.move = read_move,
+};
 
 /* The parent's side of the three readers: a failure leaves nothing held. */
 static int read_sandboxed(struct read_args *a)
 {
 	memset(a->meta, 0, sizeof(*a->meta));
-	int rc = sandbox_read(a->path, read_child, read_move, a);
+	int rc = sandbox_read(a->path, &ckpt_sandbox_reader, a);
 	if (rc) {
-		if (a->all) {
+		if (a->mode == READ_ALL) {
 			ckpt_free_vars(*a->all, a->n);
 			*a->all = NULL;
 			a->n = 0;
@@ -110,19 +145,19 @@ static int read_sandboxed(struct read_args *a)
 int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	      struct ckpt_meta *meta)
 {
-	struct read_args a = {path, vars, NULL, n, allow_extra, meta};
+	struct read_args a = {(char *)path, READ_VARS, vars, NULL, n, allow_extra, meta};
 	return read_sandboxed(&a);
 }
 
 int ckpt_read_meta(const char *path, struct ckpt_meta *meta)
 {
-	struct read_args a = {.path = path, .meta = meta};
+	struct read_args a = {.path = (char *)path, .mode = READ_META, .meta = meta};
 	return read_sandboxed(&a);
 }
 
 int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta)
 {
-	struct read_args a = {.path = path, .all = vars, .meta = meta};
+	struct read_args a = {.path = (char *)path, .mode = READ_ALL, .all = vars, .meta = meta};
 	*vars = NULL;
 	int rc = read_sandboxed(&a);
 	*n = a.n;

@@ -237,10 +237,22 @@ static int load_here(struct dataset *d, const char *path, int part, int parts)
 
 /* dataset_load in a child process (sandbox.h). */
 struct load_args {
+	char *path; /* first, as sandbox.h asks */
 	struct dataset *d;
-	const char *path;
 	int part, parts;
 };
+
+static void load_ask(void *arg, struct sandbox_pipe *p)
+{
+	struct load_args *a = arg;
+	sandbox_move_str(p, &a->path, PATH_LEN);
+	sandbox_move(p, &a->part, sizeof(a->part));
+	sandbox_move(p, &a->parts, sizeof(a->parts));
+	if (!p->sending) {
+		p->failed |= !a->path || a->parts < 1 || a->part < 0 || a->part >= a->parts;
+		a->d = xcalloc(1, sizeof(*a->d));
+	}
+}
 
 static int load_child(void *arg)
 {
@@ -276,12 +288,20 @@ static void load_move(void *arg, struct sandbox_pipe *p)
 	sandbox_move(p, d->y, (size_t)d->n * sizeof(int32_t));
 }
 
+const struct sandbox_reader dataset_sandbox_reader = {
+	.name = "dataset",
+	.arg_size = sizeof(struct load_args),
+	.ask = load_ask,
+	.read = load_child,
+	.move = load_move,
+};
+
 int dataset_load(struct dataset *d, const char *path, int part, int parts)
 {
 	memset(d, 0, sizeof(*d));
 	snprintf(d->path, sizeof(d->path), "%s", path);
-	struct load_args a = {d, path, part, parts};
-	int rc = sandbox_read(path, load_child, load_move, &a);
+	struct load_args a = {(char *)path, d, part, parts};
+	int rc = sandbox_read(path, &dataset_sandbox_reader, &a);
 	if (rc)
 		dataset_free(d);
 	return rc;

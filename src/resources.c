@@ -65,3 +65,15 @@ int resources_check(const char *what, double bytes)
 			  "shared by the node's ranks)", what, bytes / (1 << 30), g_budget / (1 << 30),
 			  g_source);
 }
+
+void resources_save(struct resources_state *s)
+{
+	s->budget = g_budget;
+	snprintf(s->source, sizeof(s->source), "%s", g_source);
+}
+
+void resources_restore(const struct resources_state *s)
+{
+	g_budget = s->budget;
+	snprintf(g_source, sizeof(g_source), "%.*s", (int)sizeof(s->source) - 1, s->source);
+}

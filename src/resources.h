@@ -13,3 +13,11 @@ double resources_budget(void);
 /* 0 when bytes fit the budget; else -1 with a user_error "WHAT needs about
  * X GiB per rank; this rank may use Y GiB (...)". */
 int resources_check(const char *what, double bytes);
+/* The budget and where it came from, for a child program that reads files
+ * on this rank's behalf (io/sandbox.c) to check against. */
+struct resources_state {
+	double budget;
+	char source[64];
+};
+void resources_save(struct resources_state *s);
+void resources_restore(const struct resources_state *s);

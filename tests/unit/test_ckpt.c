@@ -1,7 +1,7 @@
 /* HDF5 checkpoints: bitwise round trip, the root attributes' file format,
  * optional and required attributes and format versions, strict name/shape
  * checks, checksum failures on corrupt or truncated files, listing, pruning
- * and inspecting. */
+ * and inspecting, and reading while other threads allocate. */
 #include "ckpt.h"
 #include "config.h"
 #include "log.h"
@@ -11,6 +11,8 @@
 
 #include <dirent.h>
 #include <hdf5.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 enum { N_VARS = 4, BIG = 2 }; /* vars[BIG] is the largest dataset */
@@ -545,6 +547,42 @@ static void check_list_prune(const char *root, struct fixture *f)
 	EXPECT(ckpt_list(path, &n) == NULL && n == 0);
 }
 
+/* Other threads allocating all the time, as MPI's may during a read. */
+static atomic_int g_churning = 1;
+static void *churn(void *arg)
+{
+	size_t size = (size_t)arg;
+	while (atomic_load(&g_churning)) {
+		void *p[16];
+		for (int i = 0; i < 16; i++)
+			p[i] = malloc(size + (size_t)i * 8);
+		for (int i = 0; i < 16; i++)
+			free(p[i]);
+	}
+	return NULL;
+}
+
+/* The readers' child process is a fresh program, so a lock another thread
+ * held at the fork (the sanitizer build's allocator's, say) cannot hang
+ * it: many reads while two threads allocate, each read right. */
+static void check_busy_threads(const char *path)
+{
+	pthread_t t[2];
+	EXPECT(pthread_create(&t[0], NULL, churn, (void *)(size_t)48) == 0);
+	EXPECT(pthread_create(&t[1], NULL, churn, (void *)(size_t)4096) == 0);
+	int right = 0;
+	for (int i = 0; i < 60; i++) {
+		struct ckpt_meta m;
+		if (ckpt_read_meta(path, &m) == 0 && m.global_step == 42)
+			right++;
+		free(m.config);
+	}
+	atomic_store(&g_churning, 0);
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	EXPECT(right == 60);
+}
+
 int main(void)
 {
 	char dir[512], path[1100];
@@ -560,6 +598,7 @@ int main(void)
 	check_strict(path, &f);
 	check_corruption(dir, path, &f);
 	check_inspect(path, &f);
+	check_busy_threads(path);
 	check_list_prune(dir, &f);
 	fixture_free(&f);
 	fixture_rmtree(dir);
