@@ -266,8 +266,10 @@ static void report(char *buf, size_t len, int *count, const char *fmt, ...)
 static void report(char *buf, size_t len, int *count, const char *fmt, ...)
 {
 	size_t used = strlen(buf);
-	if (*count && used + 16 < len)
-		used += snprintf(buf + used, len - used, "\nmtrain: error: ");
+	if (*count && used + 1 < len) {
+		buf[used++] = '\n';
+		used += log_error_prefix(0, buf + used, len - used);
+	}
 	va_list ap;
 	va_start(ap, fmt);
 	if (used < len)
