@@ -59,9 +59,33 @@ acc.Reload()
 steps = [e.step for e in acc.Scalars("train/loss")]
 assert steps == [5, 8], steps
 PY
+# A live TensorBoard sees a running job: what was logged up to a checkpoint
+# (and each evaluation) is in the file while the job goes on. The job waits
+# after step 21 (a test fault: alive, logging nothing), so only the flushes
+# at the checkpoint at 20 and the evaluation at 18 can have written those
+# steps; it is then killed without a chance to flush again.
+MTRAIN_TEST_FAULT=hang:0:21 "$MTRAIN" "${SMALL[@]}" --steps 1000 --ckpt-every 10 --ckpt-dir live \
+	--tensorboard tblive >live.log 2>&1 &
+job=$!
+written() { grep -q "^checkpoint live/ckpt-00000020.h5" live.log; }
+for _ in $(seq 300); do written && break; sleep 0.1; done
+written || { kill -9 $job; cat live.log; fail "the live run wrote no checkpoint at 20"; }
+"$PY" - tblive <<'PY' || { kill -9 $job; fail "scalars not readable while the job runs"; }
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1])
+acc.Reload()
+train = [e.step for e in acc.Scalars("train/loss")]
+evals = [e.step for e in acc.Scalars("eval/ema_acc")]
+assert train == [5, 10, 15, 20], train
+assert evals == [6, 12, 18], evals
+PY
+kill -0 $job || fail "the live run ended before its scalars were read"
+kill -9 $job
+wait $job 2>/dev/null || true
 # A --tensorboard that cannot be a folder: one line, exit 2, nothing written.
 touch afile
 expect_status 2 "$MTRAIN" "${SMALL[@]}" --steps 2 --ckpt-dir new --tensorboard afile
 grep -q -- "--tensorboard afile: exists and is not a folder" last.err || fail "$(cat last.err)"
 [ ! -e new ] || fail "a refused --tensorboard left --ckpt-dir behind"
-pass "TensorBoard: 7 tags at the metrics file's steps and values, each step once across a resume"
+pass "TensorBoard: 7 tags at the metrics file's steps and values, each step once across a resume; readable while the job runs"
