@@ -39,7 +39,6 @@ nccl_two_ranks() {
 	same_ckpt cpu/ckpt-00000020.h5 nccl2/ckpt-00000020.h5 1e-4
 }
 
-# Written on one, resumed on the other.
 # The timeline on the NCCL path: a span for each all-reduce on both ranks.
 nccl_timeline() {
 	two_hosts "${FLAGS[@]}" --device cuda --steps 6 --resume never --timeline tl.json \
@@ -52,6 +51,7 @@ for rank in (0, 1):
     assert n >= 3 * 3, (rank, n)  # 3 steps of 3 layer buckets
 PY
 }
+# Written on one, resumed on the other.
 checkpoints_cross() {
 	one "${FLAGS[@]}" --device cuda --steps 10 --ckpt-dir g2c >/dev/null
 	one "${FLAGS[@]}" --device cpu --steps 20 --ckpt-dir g2c >/dev/null
