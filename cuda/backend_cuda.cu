@@ -108,6 +108,18 @@ static void cu_act_backward(const struct backend *be, float *dz, const float *da
 	cuda_act_backward(dz, da, z, n, act, stream_of(be));
 }
 
+static void cu_act_forward(const struct backend *be, float *a, const float *z, size_t n,
+			   enum act_kind act)
+{
+	cuda_act_forward(a, z, n, act, stream_of(be));
+}
+
+static void cu_dropout(const struct backend *be, float *y, const float *x, int rows, int cols,
+		       const struct dropout_key *k)
+{
+	cuda_dropout(y, x, rows, cols, k, stream_of(be));
+}
+
 static void cu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
 			 int cols)
 {
@@ -193,6 +205,8 @@ static const struct backend cuda_table = {
 	.matmul = cu_matmul,
 	.bias_act = cu_bias_act,
 	.act_backward = cu_act_backward,
+	.act_forward = cu_act_forward,
+	.dropout = cu_dropout,
 	.bias_grad = cu_bias_grad,
 	.xent = cu_xent,
 	.optim_update = cu_optim_update,

@@ -1,6 +1,7 @@
 /* Element-wise kernels: bias + activation, activation backward, optimizer
  * updates and the EMA step. The math is mathfn.h's, shared with the CPU:
- *   z += bias; a = act(z)          dz = act'(z) * da
+ *   z += bias; a = act(z)          dz = act'(z) * da       a = act(z)
+ *   y = x * dropout_scale(seed, step, row, unit, rate)
  *   w = sgd/momentum/adam_step(w, g, slots)
  *   shadow = shadow - (1 - d) * (shadow - w) */
 #include "cuda_check.h"
@@ -32,6 +33,41 @@ __global__ void act_backward_kernel(float *dz, const float *da, const float *z, 
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 	if (i < n)
 		dz[i] = act_bwd(act, z[i], da[i]);
+}
+
+__global__ void act_forward_kernel(float *a, const float *z, size_t n, enum act_kind act)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		a[i] = act_fwd(act, z[i]);
+}
+
+__global__ void dropout_kernel(float *y, const float *x, int rows, int cols,
+			       struct dropout_key k)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i >= (size_t)rows * cols)
+		return;
+	uint64_t r = i / cols, j = i % cols;
+	y[i] = x[i] * dropout_scale(k.seed, k.step, k.row0 + r, j, k.rate);
+}
+
+void cuda_act_forward(float *a, const float *z, size_t n, enum act_kind act, cudaStream_t s)
+{
+	if (!n)
+		return;
+	act_forward_kernel<<<blocks_for(n), THREADS, 0, s>>>(a, z, n, act);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_dropout(float *y, const float *x, int rows, int cols, const struct dropout_key *k,
+		  cudaStream_t s)
+{
+	size_t n = (size_t)rows * cols;
+	if (!n)
+		return;
+	dropout_kernel<<<blocks_for(n), THREADS, 0, s>>>(y, x, rows, cols, *k);
+	CUDA_CHECK_LAUNCH();
 }
 
 __global__ void optim_kernel(float *w, const float *g, float *s1, float *s2, size_t n,

@@ -17,6 +17,15 @@
 extern "C" {
 #endif
 
+/* Where a dropout mask comes from: the run's seed, the global step, the
+ * first of these rows in the global batch, and the rate. */
+struct dropout_key {
+	uint64_t seed;
+	uint64_t step;
+	uint64_t row0;
+	float rate;
+};
+
 /* What a backend's pointers are: host memory, or CUDA device memory. */
 enum backend_memory { BACKEND_HOST, BACKEND_CUDA };
 
@@ -56,6 +65,14 @@ struct backend {
 	/* dz (n) = act'(z) * da, elementwise; dz may alias da. */
 	void (*act_backward)(const struct backend *be, float *dz, const float *da, const float *z,
 			     size_t n, enum act_kind act);
+	/* a (n) = act(z), elementwise; a may alias z. */
+	void (*act_forward)(const struct backend *be, float *a, const float *z, size_t n,
+			    enum act_kind act);
+	/* y (R,O) = x * dropout_scale(seed, step, row0 + r, j, rate) (mathfn.h)
+	 * for row r and unit j: forward and backward alike (the same key gives
+	 * the same mask); y may alias x. */
+	void (*dropout)(const struct backend *be, float *y, const float *x, int rows, int cols,
+			const struct dropout_key *key);
 	/* dbias (O) = sum over rows of dz (R,O). */
 	void (*bias_grad)(const struct backend *be, float *dbias, const float *dz, int rows,
 			  int cols);

@@ -66,6 +66,24 @@ static void cpu_act_backward(const struct backend *be, float *dz, const float *d
 		dz[i] = act_bwd(act, z[i], da[i]);
 }
 
+static void cpu_act_forward(const struct backend *be, float *a, const float *z, size_t n,
+			    enum act_kind act)
+{
+	for (size_t i = 0; i < n; i++)
+		a[i] = act_fwd(act, z[i]);
+}
+
+static void cpu_dropout(const struct backend *be, float *y, const float *x, int rows, int cols,
+			const struct dropout_key *k)
+{
+	for (int r = 0; r < rows; r++)
+		for (int j = 0; j < cols; j++) {
+			size_t i = (size_t)r * cols + j;
+			y[i] = x[i] * dropout_scale(k->seed, k->step, k->row0 + (uint64_t)r,
+						    (uint64_t)j, k->rate);
+		}
+}
+
 static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
 			  int cols)
 {
@@ -161,6 +179,8 @@ const struct backend *backend_cpu(void)
 		.matmul = cpu_matmul,
 		.bias_act = cpu_bias_act,
 		.act_backward = cpu_act_backward,
+		.act_forward = cpu_act_forward,
+		.dropout = cpu_dropout,
 		.bias_grad = cpu_bias_grad,
 		.xent = cpu_xent,
 		.optim_update = cpu_optim_update,

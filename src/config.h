@@ -16,6 +16,8 @@ struct config {
 	int hidden[MAX_HIDDEN];   /* hidden widths, e.g. {256, 256} */
 	int n_hidden;             /* e.g. 2 */
 	int act;                  /* enum act_kind, e.g. ACT_RELU */
+	char model[PATH_LEN];     /* --model, e.g. "conv2d:32:3,relu,flatten,dense";
+				   * "" for the MLP of hidden and act */
 	int optim;                /* enum optim_kind, e.g. OPTIM_ADAM */
 	float lr;                 /* peak learning rate, e.g. 1e-3 */
 	float momentum;           /* momentum optimizer, e.g. 0.9 */

@@ -132,6 +132,15 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 	int dims[2];
 	if (comm_user_errors(c) || eval_config(ckpt, eval_data, device, c, &cfg, dims))
 		return EXIT_USER;
+	/* The checkpoint's model, laid out before anything is allocated. */
+	struct model model;
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n_spec = 0;
+	const int in[3] = {1, 1, dims[0]};
+	if (model_specs(&cfg, spec, &n_spec) == 0)
+		model_plan(&model, spec, n_spec, in, dims[1], cfg.seed);
+	if (comm_user_errors(c))
+		return EXIT_USER;
 	const struct backend *be = backend_select(&cfg, c);
 	if (!be)
 		return EXIT_USER;
@@ -139,13 +148,11 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 	memset(&data, 0, sizeof(data));
 	int status = EXIT_USER;
 	if (eval_data_load(ckpt, &cfg, dims, &data, c) == 0) {
-		struct model model;
 		struct ema ema;
 		struct state state;
 		struct evaluator ev;
 		struct ckpt_meta m;
-		model_init(&model, be, dims[0], dims[1], cfg.hidden, cfg.n_hidden,
-			   (enum act_kind)cfg.act, cfg.eval_batch);
+		model_alloc(&model, be, cfg.eval_batch);
 		/* Not an owner: the shadows are the checkpoint's, never updated. */
 		ema_init(&ema, be, model.w, model.reg.total, cfg.ema_decay, cfg.ema_num_updates, 0);
 		state_init(&state, be, &model.reg, &model.w, &ema.shadow, NULL, c->rank == 0);

@@ -4,6 +4,7 @@
 #pragma once
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kinds.h"
 
@@ -12,6 +13,26 @@
 #else
 #define MT_FN static inline
 #endif
+
+/* SplitMix64's finaliser: a 64-bit mix, for counter-based random numbers. */
+MT_FN uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Dropout's multiplier for unit `unit` of row `row` of the global batch at
+ * global step `step`: 0 (dropped, with probability rate) or 1 / (1 - rate).
+ * A function of (seed, step, row, unit) only, never of the rank: the same
+ * global batch gets the same masks on any number of ranks and backends. */
+MT_FN float dropout_scale(uint64_t seed, uint64_t step, uint64_t row, uint64_t unit, float rate)
+{
+	uint64_t h = mix64(seed ^ mix64(step ^ mix64(row ^ mix64(unit))));
+	float u = (float)(h >> 40) * (1.0f / 16777216.0f); /* 24 bits: [0, 1) */
+	return u < rate ? 0.0f : 1.0f / (1.0f - rate);
+}
 
 /* act(x): relu, gelu (exact, erf form as in PyTorch), tanh. */
 MT_FN float act_fwd(enum act_kind act, float x)

@@ -1,54 +1,116 @@
-/* The dense-stack model of model.h. */
+/* The layer-list model of model.h. */
 #include "model.h"
 #include "check.h"
+#include "log.h"
 #include "rng.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #define RNG_STREAM_INIT 1
 
-void model_init(struct model *m, const struct backend *be, int in_dim,
-		int classes, const int *hidden, int n_hidden, enum act_kind act,
-		int max_rows)
+int model_specs(const struct config *cfg, struct layer_spec *spec, int *n)
+{
+	if (cfg->model[0])
+		return layer_spec_parse(cfg->model, "--model", spec, MODEL_MAX_LAYERS, n);
+	*n = layer_spec_mlp(cfg->hidden, cfg->n_hidden, (enum act_kind)cfg->act, spec,
+			    MODEL_MAX_LAYERS);
+	return 0;
+}
+
+int model_plan(struct model *m, const struct layer_spec *spec, int n, const int in[3],
+	       int classes, uint64_t seed)
 {
 	memset(m, 0, sizeof(*m));
-	m->be = be;
-	m->act = act;
-	m->in_dim = in_dim;
+	memcpy(m->in, in, sizeof(m->in));
+	m->in_dim = in[0] * in[1] * in[2];
 	m->classes = classes;
-	m->max_rows = max_rows;
-	m->n_layers = n_hidden + 1;
+	m->seed = seed;
+	m->n_layers = n;
+	m->max_width = (size_t)m->in_dim > (size_t)classes ? (size_t)m->in_dim : (size_t)classes;
 	params_init(&m->reg);
-	int fan_in = in_dim;
-	m->max_width = in_dim > classes ? in_dim : classes;
-	for (int l = 0; l < m->n_layers; l++) {
-		int fan_out = l < n_hidden ? hidden[l] : classes;
-		char layer[32], name[PARAM_NAME_LEN];
-		params_layer_name(l, layer, sizeof(layer));
-		long kdims[2] = {fan_in, fan_out}, bdims[1] = {fan_out};
-		snprintf(name, sizeof(name), "%s/kernel", layer);
-		m->layer[l].kernel = params_add(&m->reg, name, 2, kdims);
-		snprintf(name, sizeof(name), "%s/bias", layer);
-		m->layer[l].bias = params_add(&m->reg, name, 1, bdims);
-		m->layer[l].in = fan_in;
-		m->layer[l].out = fan_out;
-		if (fan_out > m->max_width)
-			m->max_width = fan_out;
-		fan_in = fan_out;
+	/* Keras' per-kind counters: dense, dense_1, conv2d, conv2d_1, ... */
+	const char *names[MODEL_MAX_LAYERS];
+	int counts[MODEL_MAX_LAYERS] = {0}, kinds = 0, has_vars = 0;
+	const int *shape = in;
+	for (int i = 0; i < n; i++) {
+		struct layer *l = &m->layer[i];
+		char why[160], name[PARAM_NAME_LEN];
+		l->spec = spec[i];
+		memcpy(l->in, shape, sizeof(l->in));
+		if (layer_shape(l, classes, why, sizeof(why)))
+			return user_error("--model: layer %d (%s): %s", i + 1,
+					  layer_names[spec[i].kind], why);
+		/* An activation right after a dense is applied in its pass. */
+		l->fused = layer_spec_act(&l->spec) >= 0 && i > 0 &&
+			   m->layer[i - 1].spec.kind == LAYER_DENSE;
+		l->needs_dx = has_vars;
+		const char *keras = layer_keras_name(l);
+		if (keras) {
+			int k = 0;
+			while (k < kinds && strcmp(names[k], keras))
+				k++;
+			if (k == kinds)
+				names[kinds++] = keras;
+			if (counts[k])
+				snprintf(name, sizeof(name), "%s_%d", keras, counts[k]);
+			else
+				snprintf(name, sizeof(name), "%s", keras);
+			counts[k]++;
+			layer_add_vars(l, &m->reg, name);
+			has_vars = 1;
+		}
+		if (l->out_size > m->max_width)
+			m->max_width = l->out_size;
+		shape = l->out;
 	}
+	const struct layer *last = &m->layer[n - 1];
+	if (last->out_size != (size_t)classes)
+		return user_error("--model: the last layer (%d, %s) gives %zu values per row; the "
+				  "data has %d classes (end with dense)", n,
+				  layer_names[last->spec.kind], last->out_size, classes);
+	return 0;
+}
+
+void model_init(struct model *m, const struct backend *be, int in_dim, int classes,
+		const int *hidden, int n_hidden, enum act_kind act, int max_rows)
+{
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n = layer_spec_mlp(hidden, n_hidden, act, spec, MODEL_MAX_LAYERS);
+	const int in[3] = {1, 1, in_dim};
+	if (model_plan(m, spec, n, in, classes, 0))
+		abort();
+	model_alloc(m, be, max_rows);
+}
+
+double model_bytes(const struct model *m, int max_rows)
+{
+	double R = max_rows, per_row = m->in_dim + 2.0 * m->classes + 2.0 * m->max_width + 1;
+	for (int i = 0; i < m->n_layers; i++)
+		if (layer_owns_output(&m->layer[i]))
+			per_row += (double)m->layer[i].out_size;
+	return 4.0 * (2.0 * (double)m->reg.total + R * per_row); /* w, g; x, y, outputs, scratch */
+}
+
+void model_alloc(struct model *m, const struct backend *be, int max_rows)
+{
+	m->be = be;
+	m->max_rows = max_rows;
 	size_t P = m->reg.total, R = (size_t)max_rows;
 	m->w = be->alloc(be, P * sizeof(float));
 	m->g = be->alloc(be, P * sizeof(float));
-	m->x = be->alloc(be, R * in_dim * sizeof(float));
+	m->x = be->alloc(be, R * m->in_dim * sizeof(float));
 	m->y = be->alloc(be, R * sizeof(int32_t));
-	for (int l = 0; l < m->n_layers; l++) {
-		m->z[l] = be->alloc(be, R * m->layer[l].out * sizeof(float));
-		if (l < n_hidden)
-			m->a[l] = be->alloc(be, R * m->layer[l].out * sizeof(float));
+	const float *in = m->x;
+	for (int i = 0; i < m->n_layers; i++) {
+		struct layer *l = &m->layer[i];
+		l->y = layer_owns_output(l) ? be->alloc(be, R * l->out_size * sizeof(float))
+					    : (float *)in;
+		in = l->y;
 	}
-	m->dlogits = be->alloc(be, R * classes * sizeof(float));
+	m->dlogits = be->alloc(be, R * m->classes * sizeof(float));
 	for (int i = 0; i < 2; i++)
 		m->scratch[i] = be->alloc(be, R * m->max_width * sizeof(float));
 	m->stats = be->alloc(be, 2 * sizeof(float));
@@ -63,10 +125,9 @@ void model_free(struct model *m)
 	be->free(be, m->g);
 	be->free(be, m->x);
 	be->free(be, m->y);
-	for (int l = 0; l < m->n_layers; l++) {
-		be->free(be, m->z[l]);
-		be->free(be, m->a[l]);
-	}
+	for (int i = 0; i < m->n_layers; i++)
+		if (layer_owns_output(&m->layer[i]))
+			be->free(be, m->layer[i].y);
 	be->free(be, m->dlogits);
 	be->free(be, m->scratch[0]);
 	be->free(be, m->scratch[1]);
@@ -79,39 +140,36 @@ void model_glorot(const struct model *m, uint64_t seed, float *host_w)
 	struct rng r;
 	rng_init(&r, seed, RNG_STREAM_INIT);
 	memset(host_w, 0, m->reg.total * sizeof(float));
-	for (int l = 0; l < m->n_layers; l++) {
-		const struct dense *d = &m->layer[l];
-		float limit = sqrtf(6.0f / (float)(d->in + d->out));
-		float *k = host_w + d->kernel;
-		for (size_t i = 0; i < (size_t)d->in * d->out; i++)
-			k[i] = (2.0f * rng_uniform(&r) - 1.0f) * limit;
-	}
-}
-
-double model_bytes(int in_dim, int classes, const int *hidden, int n_hidden, int max_rows,
-		   size_t *params)
-{
-	double P = 0, R = max_rows, act = in_dim + 2.0 * classes, widest = in_dim;
-	int fan_in = in_dim;
-	for (int l = 0; l <= n_hidden; l++) {
-		int fan_out = l < n_hidden ? hidden[l] : classes;
-		P += (double)fan_in * fan_out + fan_out + 2 * PARAM_ALIGN;
-		act += 2.0 * fan_out; /* z and a */
-		widest = fan_out > widest ? fan_out : widest;
-		fan_in = fan_out;
-	}
-	*params = P < 1e18 ? (size_t)P : (size_t)1e18;
-	return 4.0 * (2 * P + R * (act + 2 * widest + 1)); /* w, g; x, y, z, a, scratch */
+	for (int i = 0; i < m->n_layers; i++)
+		layer_init(&m->layer[i], &r, host_w);
 }
 
 double model_flops_per_row(const struct model *m)
 {
 	double f = 0;
-	for (int l = 0; l < m->n_layers; l++) {
-		double mac = (double)m->layer[l].in * m->layer[l].out;
-		f += 2 * mac * (l ? 3 : 2); /* forward, weight grad, input grad */
+	for (int i = 0; i < m->n_layers; i++) {
+		const struct layer *l = &m->layer[i];
+		double fwd = layer_flops(l);
+		/* backward: the weight gradient, and the input's unless none is needed */
+		f += fwd * (l->n_vars ? (l->needs_dx ? 3 : 2) : 1);
 	}
 	return f;
+}
+
+void model_text(const struct model *m, const struct config *cfg, char *buf, size_t len)
+{
+	if (cfg->model[0]) {
+		struct layer_spec spec[MODEL_MAX_LAYERS];
+		for (int i = 0; i < m->n_layers; i++)
+			spec[i] = m->layer[i].spec;
+		layer_spec_text(spec, m->n_layers, buf, len);
+		return;
+	}
+	size_t used = (size_t)snprintf(buf, len, "%d", m->in_dim);
+	for (int i = 0; i < cfg->n_hidden && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "-%d", cfg->hidden[i]);
+	if (used < len)
+		snprintf(buf + used, len - used, "-%d %s", m->classes, act_names[cfg->act]);
 }
 
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows)
@@ -126,19 +184,21 @@ void model_set_batch_async(struct model *m, const float *x, const int32_t *y, in
 	m->be->copy_in_async(m->be, m->y, y, (size_t)rows * sizeof(int32_t));
 }
 
+void model_set_position(struct model *m, long step, long row0)
+{
+	m->step = step;
+	m->row0 = row0;
+}
+
 void model_forward(struct model *m, int rows, float grad_scale)
 {
-	const struct backend *be = m->be;
 	const float *in = m->x;
-	for (int l = 0; l < m->n_layers; l++) {
-		const struct dense *d = &m->layer[l];
-		int last = l == m->n_layers - 1;
-		be->matmul(be, m->z[l], in, m->w + d->kernel, rows, d->out, d->in, 0, 0, 0.0f);
-		be->bias_act(be, last ? NULL : m->a[l], m->z[l], m->w + d->bias, rows, d->out, m->act);
-		in = m->a[l];
+	for (int i = 0; i < m->n_layers; i++) {
+		layer_forward(m, &m->layer[i], in, rows, grad_scale > 0.0f);
+		in = m->layer[i].y;
 	}
-	be->xent(be, grad_scale > 0.0f ? m->dlogits : NULL, m->stats, m->z[m->n_layers - 1],
-		 m->y, rows, m->classes, grad_scale);
+	m->be->xent(m->be, grad_scale > 0.0f ? m->dlogits : NULL, m->stats, in, m->y, rows,
+		    m->classes, grad_scale);
 }
 
 void model_take_stats(struct model *m, float out[2])
@@ -148,22 +208,34 @@ void model_take_stats(struct model *m, float out[2])
 	m->be->copy_in(m->be, m->stats, zero, sizeof(zero));
 }
 
+void model_grad_ready(struct model *m, size_t first, size_t n)
+{
+	if (m->ready)
+		m->ready(m->ready_ctx, m->g + first, n);
+}
+
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)
 {
-	const struct backend *be = m->be;
-	const float *dz = m->dlogits; /* (R, O_l) gradient of layer l's output */
-	for (int l = m->n_layers - 1; l >= 0; l--) {
-		const struct dense *d = &m->layer[l];
-		const float *in = l ? m->a[l - 1] : m->x; /* (R, I_l) */
-		be->matmul(be, m->g + d->kernel, in, dz, d->in, d->out, rows, 1, 0, 0.0f);
-		be->bias_grad(be, m->g + d->bias, dz, rows, d->out);
-		if (ready)
-			ready(ctx, m->g + d->kernel, d->bias + (size_t)d->out - d->kernel);
-		if (l == 0)
-			break; /* no gradient for the data */
-		float *da = m->scratch[l & 1]; /* (R, I_l) */
-		be->matmul(be, da, dz, m->w + d->kernel, rows, d->in, d->out, 0, 1, 0.0f);
-		be->act_backward(be, da, da, m->z[l - 1], (size_t)rows * d->in, m->act);
-		dz = da;
+	m->ready = ready;
+	m->ready_ctx = ctx;
+	const float *dy = m->dlogits; /* (R, out) gradient of layer i's output */
+	int next = 0;                 /* the scratch buffer a layer writes next */
+	for (int i = m->n_layers - 1; i >= 0; i--) {
+		struct layer *l = &m->layer[i];
+		const float *x = i ? m->layer[i - 1].y : m->x;
+		float *dx = NULL;
+		if (l->needs_dx) {
+			if (layer_in_place(l) && dy != m->dlogits)
+				dx = (float *)dy;
+			else {
+				dx = m->scratch[next];
+				next ^= 1;
+			}
+		}
+		layer_backward(m, l, x, dy, dx, rows);
+		if (!dx)
+			break; /* no layer below has variables */
+		dy = dx;
 	}
+	m->ready = NULL;
 }

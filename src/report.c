@@ -56,11 +56,8 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		  const struct model *m, const struct dataset *train, int has_eval, long step,
 		  long total_steps, long steps_per_epoch)
 {
-	char layers[256];
-	config_hidden_text(cfg, layers, sizeof(layers));
-	for (char *p = layers; *p; p++)
-		if (*p == ',')
-			*p = '-';
+	char layers[1024];
+	model_text(m, cfg, layers, sizeof(layers));
 	char backend[64];
 	snprintf(backend, sizeof(backend), "%s%s", be->name,
 		 cfg->precision == PRECISION_BF16 ? " bf16" : "");
@@ -71,11 +68,10 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		snprintf(per_rank, sizeof(per_rank), "%d", low);
 	else
 		snprintf(per_rank, sizeof(per_rank), "%d-%d", low, high);
-	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %d-%s-%d %s, "
+	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %s, "
 		 "%zu parameters; %s lr %g, batch %d (%s per rank), %ld steps (%ld per epoch)",
 		 MTRAIN_VERSION, c->size, c->size == 1 ? "" : "s", backend, c->ops->name,
-		 train->dim, layers, train->classes, kind_name(act_names, cfg->act),
-		 params_count(&m->reg), kind_name(optim_names, cfg->optim), cfg->lr, cfg->batch,
+		 layers, params_count(&m->reg), kind_name(optim_names, cfg->optim), cfg->lr, cfg->batch,
 		 per_rank, total_steps, steps_per_epoch);
 	int nodes = report_nodes(c);
 	const char *eval_data = has_eval ? cfg->eval_data : "none";

@@ -156,6 +156,9 @@ static int train_step(struct trainer *t, struct progress *p)
 	struct staged *cur = loader_current(&t->loader, t->at.epoch, t->at.pos);
 	int rows = cur->rows;
 	model_set_batch_async(m, cur->x, cur->y, rows);
+	/* Dropout's key: this step and where this rank's rows start in the
+	 * global batch, never the rank itself. */
+	model_set_position(m, t->at.global_step, t->loader.rank * t->loader.batch / t->loader.size);
 	double t1 = mark(t);
 	/* Scaling by 1/B here makes the all-reduced sum the global-batch mean. */
 	model_forward(m, rows, 1.0f / (float)cfg->batch);
@@ -223,18 +226,21 @@ static int build(struct trainer *t, int max_rows)
 	const struct backend *be = t->be;
 	/* Known before allocating: w, g and activations, shadows and slots,
 	 * and rank 0's staging of every kind for checkpoints. */
-	size_t P;
-	double bytes = model_bytes(t->train.dim, t->train.classes, cfg->hidden, cfg->n_hidden,
-				   max_rows, &P) +
-		       4.0 * (double)P * (1 + optim_slots(cfg) + (c->rank ? 0 : STATE_KINDS));
-	resources_check("the model", bytes);
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n_spec = 0;
+	const int in[3] = {1, 1, t->train.dim};
+	if (model_specs(cfg, spec, &n_spec) == 0 &&
+	    model_plan(&t->model, spec, n_spec, in, t->train.classes, cfg->seed) == 0) {
+		double P = (double)t->model.reg.total;
+		resources_check("the model", model_bytes(&t->model, max_rows) +
+			4.0 * P * (1 + optim_slots(cfg) + (c->rank ? 0 : STATE_KINDS)));
+	}
 	if (comm_user_errors(c))
 		return -1;
-	model_init(&t->model, be, t->train.dim, t->train.classes, cfg->hidden, cfg->n_hidden,
-		   (enum act_kind)cfg->act, max_rows);
+	model_alloc(&t->model, be, max_rows);
 	if (agree_registry(&t->model.reg, c))
 		return -1;
-	P = t->model.reg.total;
+	size_t P = t->model.reg.total;
 	optim_init(&t->optim, be, cfg, P);
 	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size);
 	float *init = xmalloc(sizeof(float) * P);

@@ -24,8 +24,9 @@ static void hidden_signs(const struct model *m, int rows, signed char *signs)
 {
 	size_t k = 0;
 	for (int l = 0; l < m->n_layers - 1; l++)
-		for (size_t i = 0; i < (size_t)rows * m->layer[l].out; i++)
-			signs[k++] = m->z[l][i] > 0.0f ? 1 : -1;
+		if (m->layer[l].spec.kind == LAYER_DENSE)
+			for (size_t i = 0; i < (size_t)rows * m->layer[l].out_size; i++)
+				signs[k++] = m->layer[l].y[i] > 0.0f ? 1 : -1;
 }
 
 /* Loss sum of the loaded batch at the current weights (no gradient). When
@@ -348,9 +349,11 @@ static void check_buckets(void)
 	model_backward(&m, ROWS, record_span, &s);
 	EXPECT(s.n == 3);
 	for (int i = 0; i < s.n && i < 3; i++) {
-		const struct dense *d = &m.layer[2 - i];
-		EXPECT(s.g[i] == m.g + d->kernel);
-		EXPECT(s.len[i] == (size_t)d->in * d->out + (d->bias - d->kernel - (size_t)d->in * d->out) + d->out);
+		const struct layer *d = &m.layer[2 * (2 - i)]; /* dense, relu, dense, relu, dense */
+		EXPECT(d->spec.kind == LAYER_DENSE);
+		EXPECT(s.g[i] == m.g + d->var[0]);
+		EXPECT(s.len[i] == d->in_size * d->out_size +
+				       (d->var[1] - d->var[0] - d->in_size * d->out_size) + d->out_size);
 		EXPECT(s.final[i]);
 	}
 	model_free(&m);

@@ -42,11 +42,12 @@ static void check_registry(const struct model *m)
 	EXPECT(params_find(reg, "dense_3/kernel") == NULL);
 
 	/* The model's layer table points at the same slots. */
-	EXPECT(m->n_layers == 3);
-	EXPECT(m->layer[0].kernel == reg->p[0].offset && m->layer[0].bias == reg->p[1].offset);
-	EXPECT(m->layer[2].kernel == reg->p[4].offset && m->layer[2].bias == reg->p[5].offset);
-	EXPECT(m->layer[1].in == 256 && m->layer[1].out == 256);
-	EXPECT(m->layer[2].in == 256 && m->layer[2].out == 10);
+	EXPECT(m->n_layers == 5); /* dense, relu, dense, relu, dense */
+	EXPECT(m->layer[0].var[0] == reg->p[0].offset && m->layer[0].var[1] == reg->p[1].offset);
+	EXPECT(m->layer[4].var[0] == reg->p[4].offset && m->layer[4].var[1] == reg->p[5].offset);
+	EXPECT(m->layer[2].in_size == 256 && m->layer[2].out_size == 256);
+	EXPECT(m->layer[4].in_size == 256 && m->layer[4].out_size == 10);
+	EXPECT(m->layer[1].n_vars == 0 && m->layer[1].fused && m->layer[3].fused);
 }
 
 static void check_names(void)
@@ -104,10 +105,12 @@ static void check_glorot(const struct model *m)
 	EXPECT(memcmp(w1, w3, P * sizeof(float)) != 0);
 
 	for (int l = 0; l < m->n_layers; l++) {
-		const struct dense *d = &m->layer[l];
-		double limit = sqrt(6.0 / (d->in + d->out));
-		const float *k = w1 + d->kernel, *b = w1 + d->bias;
-		size_t n = (size_t)d->in * d->out, inside = 0, positive = 0;
+		const struct layer *d = &m->layer[l];
+		if (d->spec.kind != LAYER_DENSE)
+			continue;
+		double limit = sqrt(6.0 / (double)(d->in_size + d->out_size));
+		const float *k = w1 + d->var[0], *b = w1 + d->var[1];
+		size_t n = d->in_size * d->out_size, inside = 0, positive = 0;
 		double mx = 0.0, sum = 0.0;
 		for (size_t i = 0; i < n; i++) {
 			inside += fabs(k[i]) <= limit;
@@ -122,7 +125,7 @@ static void check_glorot(const struct model *m)
 		EXPECT(positive > 0.45 * n && positive < 0.55 * n);
 		EXPECT(fabs(sum / n) < 0.05 * limit);
 		int zero = 1;
-		for (int j = 0; j < d->out; j++)
+		for (size_t j = 0; j < d->out_size; j++)
 			zero &= b[j] == 0.0f;
 		EXPECT(zero);
 	}
