@@ -113,8 +113,18 @@ static void check_elementwise(void)
 		cpu->act_backward(cpu, dz.c, da.c, z.c, n, (enum act_kind)act);
 		gpu->act_backward(gpu, dz.g, da.g, z.g, n, (enum act_kind)act);
 		EXPECT_CLOSE(dz, TOL_FP32, "act_backward");
+		cpu->act_forward(cpu, a.c, z.c, n, (enum act_kind)act);
+		gpu->act_forward(gpu, a.g, z.g, n, (enum act_kind)act);
+		EXPECT_CLOSE(a, TOL_FP32, "act_forward");
 		release(z), release(a), release(b), release(da), release(dz);
 	}
+	/* Dropout: the same masks, bit for bit, from the shared formula. */
+	struct pair x = random_pair(n, -1, 1), y = random_pair(n, 0, 1);
+	struct dropout_key k = {.seed = 7, .step = 1234, .row0 = 5, .rate = 0.4f};
+	cpu->dropout(cpu, y.c, x.c, rows, cols, &k);
+	gpu->dropout(gpu, y.g, x.g, rows, cols, &k);
+	EXPECT_CLOSE(y, 0.0, "dropout");
+	release(x), release(y);
 	struct pair dz = random_pair(n, -1, 1), db = random_pair(cols, 0, 1);
 	cpu->bias_grad(cpu, db.c, dz.c, rows, cols);
 	gpu->bias_grad(gpu, db.g, dz.g, rows, cols);

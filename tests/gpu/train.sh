@@ -39,6 +39,16 @@ nccl_two_ranks() {
 	same_ckpt cpu/ckpt-00000020.h5 nccl2/ckpt-00000020.h5 1e-4
 }
 
+# A --model with unfused activations and dropout: the GPU's masks are the
+# CPU's, so 2 GPU ranks train as 1 CPU rank.
+model_dropout() {
+	local model=dense:16,relu,dropout:0.3,dense:8,tanh,dropout:0.5,dense
+	one "${FLAGS[@]}" --model $model --device cpu --steps 20 --ckpt-dir mcpu >/dev/null
+	two_hosts "${FLAGS[@]}" --model $model --device cuda --steps 20 --ckpt-dir mgpu >log
+	grep -q "backend cuda" log || { cat log; fail "not cuda"; }
+	same_ckpt mcpu/ckpt-00000020.h5 mgpu/ckpt-00000020.h5 1e-4
+}
+
 # The timeline on the NCCL path: a span for each all-reduce on both ranks.
 nccl_timeline() {
 	two_hosts "${FLAGS[@]}" --device cuda --steps 6 --resume never --timeline tl.json \
@@ -95,7 +105,7 @@ shared_gpu() {
 }
 
 failed=0
-for block in gpu_matches_cpu nccl_two_ranks nccl_timeline checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
+for block in gpu_matches_cpu nccl_two_ranks model_dropout nccl_timeline checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
 	status=0
 	set +e
 	(set -e; "$block")

@@ -18,40 +18,50 @@ static float uniform(struct rng *r, float lo, float hi)
 	return lo + (hi - lo) * rng_uniform(r);
 }
 
-/* Sign pattern of every hidden pre-activation after the last forward pass,
- * packed into signs (ROWS * sum of hidden widths). */
-static void hidden_signs(const struct model *m, int rows, signed char *signs)
+/* Sign pattern of every relu's input after the last forward pass, packed
+ * into signs; returns how many there are. */
+static size_t relu_signs(const struct model *m, int rows, signed char *signs)
 {
 	size_t k = 0;
-	for (int l = 0; l < m->n_layers - 1; l++)
-		if (m->layer[l].spec.kind == LAYER_DENSE)
-			for (size_t i = 0; i < (size_t)rows * m->layer[l].out_size; i++)
-				signs[k++] = m->layer[l].y[i] > 0.0f ? 1 : -1;
+	for (int l = 1; l < m->n_layers; l++)
+		if (m->layer[l].spec.kind == LAYER_RELU)
+			for (size_t i = 0; i < (size_t)rows * m->layer[l].in_size; i++) {
+				if (signs)
+					signs[k] = m->layer[l - 1].y[i] > 0.0f ? 1 : -1;
+				k++;
+			}
+	return k;
 }
 
-/* Loss sum of the loaded batch at the current weights (no gradient). When
- * signs is not NULL it receives the hidden sign pattern. */
+/* Loss sum of the loaded batch at the current weights, in training mode
+ * (dropout on, its masks fixed by the model's position). When signs is not
+ * NULL it receives the relu sign pattern. */
 static float loss_at(struct model *m, signed char *signs)
 {
 	float stats[2];
-	model_forward(m, ROWS, 0.0f);
+	model_forward(m, ROWS, 1.0f);
 	model_take_stats(m, stats);
 	if (signs)
-		hidden_signs(m, ROWS, signs);
+		relu_signs(m, ROWS, signs);
 	return stats[0];
 }
 
-/* Every gradient entry of a [5] -> 7 -> 6 -> [4] model against central
- * differences of the loss sum. Coordinates whose +-eps perturbation moves a
- * hidden pre-activation across 0 (a relu kink) are skipped and counted. */
-static void check_model(enum act_kind act, uint64_t seed)
+/* Every gradient entry of the model desc on rows of IN values against
+ * central differences of the loss sum, in training mode. Coordinates whose
+ * +-eps perturbation moves a relu's input across 0 (a kink) are skipped and
+ * counted. */
+static void check_model(const char *desc, uint64_t seed)
 {
 	const struct backend *be = backend_cpu();
-	const int hidden[2] = {7, 6};
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n = 0;
 	struct model m;
-	model_init(&m, be, IN, CLASSES, hidden, 2, act, ROWS);
+	const int in[3] = {1, 1, IN};
+	EXPECT(layer_spec_parse(desc, "test", spec, MODEL_MAX_LAYERS, &n) == 0);
+	EXPECT(model_plan(&m, spec, n, in, CLASSES, seed) == 0);
+	model_alloc(&m, be, ROWS);
+	model_set_position(&m, 17, 5);
 	size_t P = m.reg.total;
-	int n_signs = ROWS * (hidden[0] + hidden[1]);
 
 	struct rng r;
 	rng_init(&r, seed, 7);
@@ -74,7 +84,9 @@ static void check_model(enum act_kind act, uint64_t seed)
 	model_backward(&m, ROWS, NULL, NULL);
 	float *g = malloc(P * sizeof(float));
 	be->copy_out(be, g, m.g, P * sizeof(float));
-	signed char *base = malloc(n_signs), *plus = malloc(n_signs), *minus = malloc(n_signs);
+	size_t n_signs = relu_signs(&m, ROWS, NULL);
+	signed char *base = malloc(n_signs + 1), *plus = malloc(n_signs + 1),
+		    *minus = malloc(n_signs + 1);
 	float loss0 = loss_at(&m, base);
 	EXPECT_NEAR(loss0, stats[0], 1e-6);
 
@@ -99,19 +111,18 @@ static void check_model(enum act_kind act, uint64_t seed)
 			int ok = fabs((double)g[k] - fd) <= tol;
 			if (!ok)
 				fprintf(stderr, "%s: %s[%zu]: backward %.7g, central difference %.7g\n",
-					act_names[act], p->name, j, g[k], fd);
+					desc, p->name, j, g[k], fd);
 			EXPECT(ok);
 			max_fd = fmax(max_fd, fabs(fd));
 			checked++;
 		}
 	}
 	/* Only relu has kinks; even there most coordinates must be checkable. */
-	if (act != ACT_RELU)
+	if (!n_signs)
 		EXPECT(skipped == 0);
 	EXPECT(checked >= (int)(0.8 * (checked + skipped)));
 	EXPECT(max_fd > 1e-2); /* the check compared real gradients, not zeros */
-	printf("gradcheck %s: %d entries checked, %d skipped at kinks\n", act_names[act],
-	       checked, skipped);
+	printf("gradcheck %s: %d entries checked, %d skipped at kinks\n", desc, checked, skipped);
 
 	/* grad_scale scales every gradient linearly. */
 	model_forward(&m, ROWS, 0.5f);
@@ -132,6 +143,46 @@ static void check_model(enum act_kind act, uint64_t seed)
 	free(g);
 	free(w);
 	model_free(&m);
+}
+
+/* Dropout's masks: about rate of the units dropped, the rest scaled by
+ * 1 / (1 - rate); a function of (seed, step, row of the global batch,
+ * unit) only, so rows split across ranks get the masks they would get
+ * together; backward (the same op on dy) uses the same mask. */
+static void check_dropout(const struct backend *be)
+{
+	enum { R = 64, C = 100 };
+	static float x[R * C], y[R * C], part[R * C];
+	for (int i = 0; i < R * C; i++)
+		x[i] = 1.0f + (float)(i % 7);
+	struct dropout_key k = {.seed = 42, .step = 9, .row0 = 0, .rate = 0.3f};
+	be->dropout(be, y, x, R, C, &k);
+	int dropped = 0, scaled = 1;
+	for (int i = 0; i < R * C; i++) {
+		dropped += y[i] == 0.0f;
+		scaled &= y[i] == 0.0f || y[i] == x[i] * (1.0f / 0.7f);
+	}
+	EXPECT(scaled);
+	EXPECT(dropped > 0.27 * R * C && dropped < 0.33 * R * C);
+	/* Rows 10.. on their own (row0 = 10): the same masks. */
+	struct dropout_key k10 = k;
+	k10.row0 = 10;
+	be->dropout(be, part, x + 10 * C, R - 10, C, &k10);
+	EXPECT(memcmp(part, y + 10 * C, sizeof(float) * (R - 10) * C) == 0);
+	/* Another step: other masks. */
+	struct dropout_key k2 = k;
+	k2.step = 10;
+	be->dropout(be, part, x, R, C, &k2);
+	EXPECT(memcmp(part, y, sizeof(float) * R * C) != 0);
+	/* In place, as backward runs it. */
+	memcpy(part, x, sizeof(x));
+	be->dropout(be, part, part, R, C, &k);
+	EXPECT(memcmp(part, y, sizeof(y)) == 0);
+	/* Rate 0 is the identity. */
+	struct dropout_key none = k;
+	none.rate = 0.0f;
+	be->dropout(be, part, x, R, C, &none);
+	EXPECT(memcmp(part, x, sizeof(x)) == 0);
 }
 
 /* act_backward (and act_bwd of mathfn.h) against central differences of
@@ -368,7 +419,13 @@ int main(void)
 	check_act_backward(be);
 	check_bias_grad(be);
 	check_xent(be);
-	for (int act = ACT_RELU; act <= ACT_TANH; act++)
-		check_model((enum act_kind)act, 100 + (uint64_t)act);
+	check_dropout(be);
+	/* The MLPs of --layers 7,6 with each activation (fused into the dense
+	 * before it), then the layer kinds on their own. */
+	check_model("dense:7,relu,dense:6,relu,dense", 100);
+	check_model("dense:7,gelu,dense:6,gelu,dense", 101);
+	check_model("dense:7,tanh,dense:6,tanh,dense", 102);
+	check_model("dense:7,dropout:0.3,tanh,dense:6,gelu,dropout:0.5,dense", 103);
+	check_model("flatten,dense:6,relu,dropout:0.4,flatten,dense", 104);
 	return unit_done("test_gradcheck");
 }
