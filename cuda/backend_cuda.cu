@@ -120,6 +120,30 @@ static void cu_dropout(const struct backend *be, float *y, const float *x, int r
 	cuda_dropout(y, x, rows, cols, k, stream_of(be));
 }
 
+static void cu_im2col(const struct backend *be, float *cols, const float *x, int rows,
+		      const struct window *w)
+{
+	cuda_im2col(cols, x, rows, w, stream_of(be));
+}
+
+static void cu_col2im(const struct backend *be, float *dx, const float *cols, int rows,
+		      const struct window *w)
+{
+	cuda_col2im(dx, cols, rows, w, stream_of(be));
+}
+
+static void cu_pool(const struct backend *be, float *y, const float *x, int rows,
+		    const struct window *w, int max)
+{
+	cuda_pool(y, x, rows, w, max, stream_of(be));
+}
+
+static void cu_pool_backward(const struct backend *be, float *dx, const float *dy,
+			     const float *x, int rows, const struct window *w, int max)
+{
+	cuda_pool_backward(dx, dy, x, rows, w, max, stream_of(be));
+}
+
 static void cu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
 			 int cols)
 {
@@ -207,6 +231,10 @@ static const struct backend cuda_table = {
 	.act_backward = cu_act_backward,
 	.act_forward = cu_act_forward,
 	.dropout = cu_dropout,
+	.im2col = cu_im2col,
+	.col2im = cu_col2im,
+	.pool = cu_pool,
+	.pool_backward = cu_pool_backward,
 	.bias_grad = cu_bias_grad,
 	.xent = cu_xent,
 	.optim_update = cu_optim_update,

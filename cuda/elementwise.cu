@@ -70,6 +70,74 @@ void cuda_dropout(float *y, const float *x, int rows, int cols, const struct dro
 	CUDA_CHECK_LAUNCH();
 }
 
+/* The windowed ops: one thread per output element, mathfn.h's formula. */
+__global__ void im2col_kernel(float *cols, const float *x, size_t n, struct window w)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		cols[i] = win_im2col(x, &w, i);
+}
+
+__global__ void col2im_kernel(float *dx, const float *cols, size_t n, struct window w)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		dx[i] = win_col2im(cols, &w, i);
+}
+
+__global__ void pool_kernel(float *y, const float *x, size_t n, struct window w, int max)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] = win_pool(x, &w, max, i);
+}
+
+__global__ void pool_backward_kernel(float *dx, const float *dy, const float *x, size_t n,
+				     struct window w, int max)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		dx[i] = win_pool_bwd(dy, x, &w, max, i);
+}
+
+void cuda_im2col(float *cols, const float *x, int rows, const struct window *w, cudaStream_t s)
+{
+	size_t n = (size_t)rows * w->oh * w->ow * w->kh * w->kw * w->c;
+	if (!n)
+		return;
+	im2col_kernel<<<blocks_for(n), THREADS, 0, s>>>(cols, x, n, *w);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_col2im(float *dx, const float *cols, int rows, const struct window *w, cudaStream_t s)
+{
+	size_t n = (size_t)rows * w->h * w->w * w->c;
+	if (!n)
+		return;
+	col2im_kernel<<<blocks_for(n), THREADS, 0, s>>>(dx, cols, n, *w);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_pool(float *y, const float *x, int rows, const struct window *w, int max,
+	       cudaStream_t s)
+{
+	size_t n = (size_t)rows * w->oh * w->ow * w->c;
+	if (!n)
+		return;
+	pool_kernel<<<blocks_for(n), THREADS, 0, s>>>(y, x, n, *w, max);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_pool_backward(float *dx, const float *dy, const float *x, int rows,
+			const struct window *w, int max, cudaStream_t s)
+{
+	size_t n = (size_t)rows * w->h * w->w * w->c;
+	if (!n)
+		return;
+	pool_backward_kernel<<<blocks_for(n), THREADS, 0, s>>>(dx, dy, x, n, *w, max);
+	CUDA_CHECK_LAUNCH();
+}
+
 __global__ void optim_kernel(float *w, const float *g, float *s1, float *s2, size_t n,
 			     struct optim_hp h)
 {

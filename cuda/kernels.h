@@ -15,6 +15,12 @@ void cuda_act_backward(float *dz, const float *da, const float *z, size_t n,
 void cuda_act_forward(float *a, const float *z, size_t n, enum act_kind act, cudaStream_t s);
 void cuda_dropout(float *y, const float *x, int rows, int cols, const struct dropout_key *k,
 		  cudaStream_t s);
+void cuda_im2col(float *cols, const float *x, int rows, const struct window *w, cudaStream_t s);
+void cuda_col2im(float *dx, const float *cols, int rows, const struct window *w, cudaStream_t s);
+void cuda_pool(float *y, const float *x, int rows, const struct window *w, int max,
+	       cudaStream_t s);
+void cuda_pool_backward(float *dx, const float *dy, const float *x, int rows,
+			const struct window *w, int max, cudaStream_t s);
 void cuda_bias_grad(float *dbias, const float *dz, int rows, int cols, cudaStream_t s);
 void cuda_xent(float *dlogits, float *stats, const float *logits, const int32_t *labels,
 	       int rows, int classes, float scale, cudaStream_t s);

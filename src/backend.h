@@ -73,6 +73,20 @@ struct backend {
 	 * the same mask); y may alias x. */
 	void (*dropout)(const struct backend *be, float *y, const float *x, int rows, int cols,
 			const struct dropout_key *key);
+	/* cols (R*oh*ow, kh*kw*c) = the windows of x (R, h, w, c): win_im2col. */
+	void (*im2col)(const struct backend *be, float *cols, const float *x, int rows,
+		       const struct window *w);
+	/* dx (R, h, w, c) = the sums of cols' entries over the windows that
+	 * took each value: win_col2im (overwrites dx). */
+	void (*col2im)(const struct backend *be, float *dx, const float *cols, int rows,
+		       const struct window *w);
+	/* y (R, oh, ow, c) = each window's max (max) or mean of x: win_pool. */
+	void (*pool)(const struct backend *be, float *y, const float *x, int rows,
+		     const struct window *w, int max);
+	/* dx (R, h, w, c) from dy (R, oh, ow, c) and the pool's input x:
+	 * win_pool_bwd (overwrites dx). */
+	void (*pool_backward)(const struct backend *be, float *dx, const float *dy, const float *x,
+			      int rows, const struct window *w, int max);
 	/* dbias (O) = sum over rows of dz (R,O). */
 	void (*bias_grad)(const struct backend *be, float *dbias, const float *dz, int rows,
 			  int cols);

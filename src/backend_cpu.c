@@ -84,6 +84,38 @@ static void cpu_dropout(const struct backend *be, float *y, const float *x, int 
 		}
 }
 
+static void cpu_im2col(const struct backend *be, float *cols, const float *x, int rows,
+		       const struct window *w)
+{
+	size_t n = (size_t)rows * w->oh * w->ow * w->kh * w->kw * w->c;
+	for (size_t i = 0; i < n; i++)
+		cols[i] = win_im2col(x, w, i);
+}
+
+static void cpu_col2im(const struct backend *be, float *dx, const float *cols, int rows,
+		       const struct window *w)
+{
+	size_t n = (size_t)rows * w->h * w->w * w->c;
+	for (size_t i = 0; i < n; i++)
+		dx[i] = win_col2im(cols, w, i);
+}
+
+static void cpu_pool(const struct backend *be, float *y, const float *x, int rows,
+		     const struct window *w, int max)
+{
+	size_t n = (size_t)rows * w->oh * w->ow * w->c;
+	for (size_t i = 0; i < n; i++)
+		y[i] = win_pool(x, w, max, i);
+}
+
+static void cpu_pool_backward(const struct backend *be, float *dx, const float *dy,
+			      const float *x, int rows, const struct window *w, int max)
+{
+	size_t n = (size_t)rows * w->h * w->w * w->c;
+	for (size_t i = 0; i < n; i++)
+		dx[i] = win_pool_bwd(dy, x, w, max, i);
+}
+
 static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
 			  int cols)
 {
@@ -181,6 +213,10 @@ const struct backend *backend_cpu(void)
 		.act_backward = cpu_act_backward,
 		.act_forward = cpu_act_forward,
 		.dropout = cpu_dropout,
+		.im2col = cpu_im2col,
+		.col2im = cpu_col2im,
+		.pool = cpu_pool,
+		.pool_backward = cpu_pool_backward,
 		.bias_grad = cpu_bias_grad,
 		.xent = cpu_xent,
 		.optim_update = cpu_optim_update,

@@ -25,6 +25,7 @@ const struct option_def options[] = {
 	OPT("eval-data", T_STR, eval_data, 0, 0, M, "evaluation set, same layout; 'none' for no evaluation"),
 	OPT("layers", T_LIST, hidden, 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
 	OPT_ENUM("activation", act, act_names, 0, "hidden activation"),
+	OPT("input-shape", T_STR, input_shape, 0, 0, OPT_SHAPE, "H,W,C: the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: a flat row"),
 	OPT("model", T_STR, model, 0, 0, OPT_SHAPE, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: models)"),
 	OPT_ENUM("optimizer", optim, optim_names, 0, "optimizer"),
 	OPT("lr", T_FLOAT, lr, 0, 100, 0, "peak learning rate"),

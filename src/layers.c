@@ -150,10 +150,151 @@ static void dropout_backward(struct model *m, struct layer *l, const float *x, c
 
 static double no_flops(const struct layer *l) { return 0.0; }
 
+/* The window of a kernel or pool of kh x kw and strides s over l->in, with
+ * TF's padding: 'same' gives ceil(in / s) positions, padded evenly with the
+ * odd one after; 'valid' only whole windows. 0, or -1 when the input is
+ * smaller than a valid window. */
+static int set_window(struct layer *l, int kh, int kw, int sh, int sw, int same, char *why,
+		      size_t len)
+{
+	struct window *w = &l->win;
+	*w = (struct window){.h = l->in[0], .w = l->in[1], .c = l->in[2], .kh = kh, .kw = kw,
+			     .sh = sh, .sw = sw};
+	if (same) {
+		w->oh = (w->h + sh - 1) / sh;
+		w->ow = (w->w + sw - 1) / sw;
+		int ph = (w->oh - 1) * sh + kh - w->h, pw = (w->ow - 1) * sw + kw - w->w;
+		w->pt = ph > 0 ? ph / 2 : 0;
+		w->pl = pw > 0 ? pw / 2 : 0;
+	} else {
+		if (w->h < kh || w->w < kw) {
+			snprintf(why, len, "its %dx%d window does not fit its %dx%d input", kh, kw,
+				 w->h, w->w);
+			return -1;
+		}
+		w->oh = (w->h - kh) / sh + 1;
+		w->ow = (w->w - kw) / sw + 1;
+	}
+	return 0;
+}
+
+/* conv2d: NHWC, kernel [kh, kw, in, out] (Keras' order; one matrix of
+ * kh*kw*in rows and out columns), as im2col then one product. */
+static int conv_shape(struct layer *l, int classes, char *why, size_t len)
+{
+	const struct layer_spec *s = &l->spec;
+	if (set_window(l, s->size, s->size, s->stride, s->stride, s->same, why, len))
+		return -1;
+	l->out[0] = l->win.oh;
+	l->out[1] = l->win.ow;
+	l->out[2] = s->units;
+	l->cols_size = (size_t)l->win.oh * l->win.ow * s->size * s->size * l->in[2];
+	return 0;
+}
+
+static void conv_vars(struct layer *l, struct params *reg, const char *name)
+{
+	char full[PARAM_NAME_LEN];
+	long k = (long)l->spec.size * l->spec.size * l->in[2];
+	long kdims[2] = {k, l->spec.units}, bdims[1] = {l->spec.units};
+	snprintf(full, sizeof(full), "%s/kernel", name);
+	l->var[0] = params_add(reg, full, 2, kdims);
+	snprintf(full, sizeof(full), "%s/bias", name);
+	l->var[1] = params_add(reg, full, 1, bdims);
+	l->n_vars = 2;
+}
+
+/* Glorot-uniform over fan_in = kh*kw*in and fan_out = kh*kw*out (Keras). */
+static void conv_init(const struct layer *l, struct rng *r, float *host_w)
+{
+	size_t area = (size_t)l->spec.size * l->spec.size;
+	size_t in = area * l->in[2], out = area * l->spec.units;
+	float limit = sqrtf(6.0f / (float)(in + out));
+	float *k = host_w + l->var[0];
+	for (size_t i = 0; i < in * l->spec.units; i++)
+		k[i] = (2.0f * rng_uniform(r) - 1.0f) * limit;
+}
+
+static void conv_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+{
+	const struct backend *be = m->be;
+	int positions = rows * l->win.oh * l->win.ow, k = (int)(l->cols_size / (l->win.oh * l->win.ow));
+	int f = l->spec.units;
+	be->im2col(be, m->cols, x, rows, &l->win);
+	be->matmul(be, l->y, m->cols, m->w + l->var[0], positions, f, k, 0, 0, 0.0f);
+	const struct layer *next = l + 1 < m->layer + m->n_layers ? l + 1 : NULL;
+	int act = next && next->fused ? layer_spec_act(&next->spec) : -1;
+	be->bias_act(be, act >= 0 ? next->y : NULL, l->y, m->w + l->var[1], positions, f,
+		     act >= 0 ? (enum act_kind)act : ACT_RELU);
+}
+
+static void conv_backward(struct model *m, struct layer *l, const float *x, const float *dy,
+			  float *dx, int rows)
+{
+	const struct backend *be = m->be;
+	int positions = rows * l->win.oh * l->win.ow, k = (int)(l->cols_size / (l->win.oh * l->win.ow));
+	int f = l->spec.units;
+	be->im2col(be, m->cols, x, rows, &l->win); /* recomputed: one buffer serves all */
+	be->matmul(be, m->g + l->var[0], m->cols, dy, k, f, positions, 1, 0, 0.0f);
+	be->bias_grad(be, m->g + l->var[1], dy, positions, f);
+	model_grad_ready(m, l->var[0], l->var[1] + (size_t)f - l->var[0]);
+	if (!dx)
+		return;
+	be->matmul(be, m->cols, dy, m->w + l->var[0], positions, k, f, 0, 1, 0.0f);
+	be->col2im(be, dx, m->cols, rows, &l->win);
+}
+
+static double conv_flops(const struct layer *l)
+{
+	return 2.0 * (double)l->cols_size * l->spec.units;
+}
+
+/* maxpool2d, avgpool2d: 'valid' windows of size with stride; globalavgpool:
+ * the mean over the whole h x w, one value per channel. */
+static int pool_shape(struct layer *l, int classes, char *why, size_t len)
+{
+	const struct layer_spec *s = &l->spec;
+	int global = s->kind == LAYER_GLOBALAVGPOOL;
+	if (global ? set_window(l, l->in[0], l->in[1], 1, 1, 0, why, len)
+		   : set_window(l, s->size, s->size, s->stride, s->stride, 0, why, len))
+		return -1;
+	l->out[0] = l->win.oh;
+	l->out[1] = l->win.ow;
+	l->out[2] = l->in[2];
+	return 0;
+}
+
+static void pool_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+{
+	m->be->pool(m->be, l->y, x, rows, &l->win, l->spec.kind == LAYER_MAXPOOL2D);
+}
+
+static void pool_backward(struct model *m, struct layer *l, const float *x, const float *dy,
+			  float *dx, int rows)
+{
+	if (dx)
+		m->be->pool_backward(m->be, dx, dy, x, rows, &l->win,
+				     l->spec.kind == LAYER_MAXPOOL2D);
+}
+
+static double pool_flops(const struct layer *l)
+{
+	return (double)l->out_size * l->win.kh * l->win.kw;
+}
+
 static const struct layer_ops table[LAYER_KIND_COUNT] = {
 	[LAYER_DENSE] = {.keras = "dense", .shape = dense_shape, .vars = dense_vars,
 			 .init = dense_init, .forward = dense_forward,
 			 .backward = dense_backward, .flops = dense_flops},
+	[LAYER_CONV2D] = {.keras = "conv2d", .shape = conv_shape, .vars = conv_vars,
+			  .init = conv_init, .forward = conv_forward,
+			  .backward = conv_backward, .flops = conv_flops},
+	[LAYER_MAXPOOL2D] = {.shape = pool_shape, .forward = pool_forward,
+			     .backward = pool_backward, .flops = pool_flops},
+	[LAYER_AVGPOOL2D] = {.shape = pool_shape, .forward = pool_forward,
+			     .backward = pool_backward, .flops = pool_flops},
+	[LAYER_GLOBALAVGPOOL] = {.shape = pool_shape, .forward = pool_forward,
+				 .backward = pool_backward, .flops = pool_flops},
 	[LAYER_RELU] = {.shape = same_shape, .forward = act_forward, .backward = act_backward,
 			.flops = no_flops, .in_place = 1},
 	[LAYER_GELU] = {.shape = same_shape, .forward = act_forward, .backward = act_backward,

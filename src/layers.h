@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "layer_spec.h"
+#include "mathfn.h"
 #include "params.h"
 
 struct model;
@@ -24,6 +25,9 @@ struct layer {
 	int fused;                /* an activation the layer before applies */
 	int needs_dx;             /* a layer before it has variables */
 	float *y;                 /* (R, out_size) its output; the input's for flatten */
+	struct window win;        /* conv2d's and the pools' window over the input */
+	size_t cols_size;         /* conv2d: im2col floats per row (the model's
+				   * shared m->cols holds the largest) */
 };
 
 /* Fills l's output shape from l->in; 0, or -1 with why (e.g. "dense needs

@@ -34,6 +34,131 @@ MT_FN float dropout_scale(uint64_t seed, uint64_t step, uint64_t row, uint64_t u
 	return u < rate ? 0.0f : 1.0f / (1.0f - rate);
 }
 
+/* A window sliding over channels-last (NHWC) rows: conv2d's kernel or a
+ * pool's. Out-of-bounds positions (padding) read as 0. */
+struct window {
+	int h, w, c;  /* one input row, e.g. 28, 28, 1 */
+	int kh, kw;   /* the window, e.g. 3, 3 */
+	int sh, sw;   /* strides */
+	int pt, pl;   /* padding before: top and left rows and columns */
+	int oh, ow;   /* one output row's positions */
+};
+
+/* im2col: element i of cols (R * oh * ow, kh * kw * c): the input value
+ * under window position (oy, ox) at kernel offset (ky, kx), channel ch. */
+MT_FN float win_im2col(const float *x, const struct window *w, size_t i)
+{
+	size_t k = (size_t)w->kh * w->kw * w->c;
+	size_t pos = i / k, col = i % k;
+	int ch = (int)(col % w->c), kx = (int)(col / w->c % w->kw), ky = (int)(col / w->c / w->kw);
+	int ox = (int)(pos % w->ow), oy = (int)(pos / w->ow % w->oh);
+	size_t r = pos / w->ow / w->oh;
+	int iy = oy * w->sh + ky - w->pt, ix = ox * w->sw + kx - w->pl;
+	if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
+		return 0.0f;
+	return x[((r * w->h + iy) * w->w + ix) * w->c + ch];
+}
+
+/* col2im: element i of dx (R, h, w, c): the sum of the cols entries that
+ * im2col took from it, in a fixed order (ky, then kx). */
+MT_FN float win_col2im(const float *cols, const struct window *w, size_t i)
+{
+	int ch = (int)(i % w->c), ix = (int)(i / w->c % w->w), iy = (int)(i / w->c / w->w % w->h);
+	size_t r = i / w->c / w->w / w->h;
+	size_t k = (size_t)w->kh * w->kw * w->c;
+	float sum = 0.0f;
+	for (int ky = 0; ky < w->kh; ky++) {
+		int ty = iy + w->pt - ky;
+		if (ty < 0 || ty % w->sh || ty / w->sh >= w->oh)
+			continue;
+		for (int kx = 0; kx < w->kw; kx++) {
+			int tx = ix + w->pl - kx;
+			if (tx < 0 || tx % w->sw || tx / w->sw >= w->ow)
+				continue;
+			size_t pos = (r * w->oh + ty / w->sh) * w->ow + tx / w->sw;
+			sum += cols[pos * k + ((size_t)ky * w->kw + kx) * w->c + ch];
+		}
+	}
+	return sum;
+}
+
+/* The first position (ky * kw + kx) of the largest value in window
+ * (oy, ox) of row r, channel ch: ties go to the first, as in TF. */
+MT_FN int win_argmax(const float *x, const struct window *w, size_t r, int oy, int ox, int ch)
+{
+	int best = -1;
+	float top = 0.0f;
+	for (int ky = 0; ky < w->kh; ky++)
+		for (int kx = 0; kx < w->kw; kx++) {
+			int iy = oy * w->sh + ky - w->pt, ix = ox * w->sw + kx - w->pl;
+			if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
+				continue;
+			float v = x[((r * w->h + iy) * w->w + ix) * w->c + ch];
+			if (best < 0 || v > top) {
+				top = v;
+				best = ky * w->kw + kx;
+			}
+		}
+	return best;
+}
+
+/* Pooling: element i of y (R, oh, ow, c), the window's max or mean (over
+ * the positions inside the input). */
+MT_FN float win_pool(const float *x, const struct window *w, int max, size_t i)
+{
+	int ch = (int)(i % w->c), ox = (int)(i / w->c % w->ow), oy = (int)(i / w->c / w->ow % w->oh);
+	size_t r = i / w->c / w->ow / w->oh;
+	if (max) {
+		int a = win_argmax(x, w, r, oy, ox, ch);
+		int iy = oy * w->sh + a / w->kw - w->pt, ix = ox * w->sw + a % w->kw - w->pl;
+		return x[((r * w->h + iy) * w->w + ix) * w->c + ch];
+	}
+	float sum = 0.0f;
+	int count = 0;
+	for (int ky = 0; ky < w->kh; ky++)
+		for (int kx = 0; kx < w->kw; kx++) {
+			int iy = oy * w->sh + ky - w->pt, ix = ox * w->sw + kx - w->pl;
+			if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
+				continue;
+			sum += x[((r * w->h + iy) * w->w + ix) * w->c + ch];
+			count++;
+		}
+	return count ? sum / (float)count : 0.0f;
+}
+
+/* Pooling backward: element i of dx (R, h, w, c), gathered from the
+ * windows that hold it: dy where it is the window's (first) max, or dy
+ * over the window's count for the mean. */
+MT_FN float win_pool_bwd(const float *dy, const float *x, const struct window *w, int max,
+			 size_t i)
+{
+	int ch = (int)(i % w->c), ix = (int)(i / w->c % w->w), iy = (int)(i / w->c / w->w % w->h);
+	size_t r = i / w->c / w->w / w->h;
+	float sum = 0.0f;
+	for (int ky = 0; ky < w->kh; ky++) {
+		int ty = iy + w->pt - ky;
+		if (ty < 0 || ty % w->sh || ty / w->sh >= w->oh)
+			continue;
+		for (int kx = 0; kx < w->kw; kx++) {
+			int tx = ix + w->pl - kx;
+			if (tx < 0 || tx % w->sw || tx / w->sw >= w->ow)
+				continue;
+			int oy = ty / w->sh, ox = tx / w->sw;
+			float g = dy[((r * w->oh + oy) * w->ow + ox) * w->c + ch];
+			if (max) {
+				if (win_argmax(x, w, r, oy, ox, ch) == ky * w->kw + kx)
+					sum += g;
+				continue;
+			}
+			int y0 = oy * w->sh - w->pt, x0 = ox * w->sw - w->pl;
+			int ny = (y0 + w->kh < w->h ? y0 + w->kh : w->h) - (y0 > 0 ? y0 : 0);
+			int nx = (x0 + w->kw < w->w ? x0 + w->kw : w->w) - (x0 > 0 ? x0 : 0);
+			sum += g / (float)(ny * nx);
+		}
+	}
+	return sum;
+}
+
 /* act(x): relu, gelu (exact, erf form as in PyTorch), tanh. */
 MT_FN float act_fwd(enum act_kind act, float x)
 {

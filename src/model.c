@@ -20,6 +20,23 @@ int model_specs(const struct config *cfg, struct layer_spec *spec, int *n)
 	return 0;
 }
 
+int model_input_shape(const struct config *cfg, int dim, int in[3])
+{
+	in[0] = in[1] = 1;
+	in[2] = dim;
+	if (!cfg->input_shape[0])
+		return 0;
+	char end;
+	if (sscanf(cfg->input_shape, "%d,%d,%d%c", &in[0], &in[1], &in[2], &end) != 3 ||
+	    in[0] < 1 || in[1] < 1 || in[2] < 1)
+		return user_error("--input-shape %s: expected H,W,C (three positive integers, "
+				  "e.g. 28,28,1)", cfg->input_shape);
+	if ((long long)in[0] * in[1] * in[2] != dim)
+		return user_error("--input-shape %s is %lld values per row; the data's rows have %d",
+				  cfg->input_shape, (long long)in[0] * in[1] * in[2], dim);
+	return 0;
+}
+
 int model_plan(struct model *m, const struct layer_spec *spec, int n, const int in[3],
 	       int classes, uint64_t seed)
 {
@@ -45,7 +62,8 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
 					  layer_names[spec[i].kind], why);
 		/* An activation right after a dense is applied in its pass. */
 		l->fused = layer_spec_act(&l->spec) >= 0 && i > 0 &&
-			   m->layer[i - 1].spec.kind == LAYER_DENSE;
+			   (m->layer[i - 1].spec.kind == LAYER_DENSE ||
+			    m->layer[i - 1].spec.kind == LAYER_CONV2D);
 		l->needs_dx = has_vars;
 		const char *keras = layer_keras_name(l);
 		if (keras) {
@@ -64,6 +82,8 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
 		}
 		if (l->out_size > m->max_width)
 			m->max_width = l->out_size;
+		if (l->cols_size > m->max_cols)
+			m->max_cols = l->cols_size;
 		shape = l->out;
 	}
 	const struct layer *last = &m->layer[n - 1];
@@ -87,7 +107,8 @@ void model_init(struct model *m, const struct backend *be, int in_dim, int class
 
 double model_bytes(const struct model *m, int max_rows)
 {
-	double R = max_rows, per_row = m->in_dim + 2.0 * m->classes + 2.0 * m->max_width + 1;
+	double R = max_rows,
+	       per_row = m->in_dim + 2.0 * m->classes + 2.0 * m->max_width + 1 + m->max_cols;
 	for (int i = 0; i < m->n_layers; i++)
 		if (layer_owns_output(&m->layer[i]))
 			per_row += (double)m->layer[i].out_size;
@@ -114,6 +135,7 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	for (int i = 0; i < 2; i++)
 		m->scratch[i] = be->alloc(be, R * m->max_width * sizeof(float));
 	m->stats = be->alloc(be, 2 * sizeof(float));
+	m->cols = m->max_cols ? be->alloc(be, R * m->max_cols * sizeof(float)) : NULL;
 }
 
 void model_free(struct model *m)
@@ -132,6 +154,7 @@ void model_free(struct model *m)
 	be->free(be, m->scratch[0]);
 	be->free(be, m->scratch[1]);
 	be->free(be, m->stats);
+	be->free(be, m->cols);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -40,12 +40,17 @@ struct model {
 	int32_t *y;            /* (R) labels */
 	float *dlogits;        /* (R, C) */
 	float *scratch[2];     /* (R, max_width) backward ping-pong */
+	size_t max_cols;       /* the largest conv2d's im2col floats per row */
+	float *cols;           /* (R, max_cols) conv2d's windows, forward and backward */
 	float *stats;          /* (2) loss sum, correct count, accumulated */
 };
 
 /* The layers cfg asks for: --model's, or the MLP of --layers and
  * --activation. 0, or -1 with a user_error. */
 int model_specs(const struct config *cfg, struct layer_spec *spec, int *n);
+/* The shape of one input row of dim values: --input-shape's {H, W, C}, or
+ * {1, 1, dim}. 0, or -1 with a user_error when H*W*C is not dim. */
+int model_input_shape(const struct config *cfg, int dim, int in[3]);
 /* Lays the model out for input rows of shape in ({H, W, C}) and C classes:
  * every layer's shapes, the registry (Keras names: dense/kernel [D,O0],
  * dense/bias [O0], dense_1/...), without allocating. 0, or -1 with a

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #define IN 5
+#define MAX_IN 64
 #define CLASSES 4
 #define ROWS 3
 #define FD_EPS 1e-2f
@@ -18,45 +19,56 @@ static float uniform(struct rng *r, float lo, float hi)
 	return lo + (hi - lo) * rng_uniform(r);
 }
 
-/* Sign pattern of every relu's input after the last forward pass, packed
- * into signs; returns how many there are. */
-static size_t relu_signs(const struct model *m, int rows, signed char *signs)
+/* Where the model bends after the last forward pass, packed into kinks:
+ * the sign of every relu's input and the position of every max-pool
+ * window's max. Returns how many entries there are. */
+static size_t kinks_of(const struct model *m, int rows, signed char *kinks)
 {
 	size_t k = 0;
-	for (int l = 1; l < m->n_layers; l++)
-		if (m->layer[l].spec.kind == LAYER_RELU)
-			for (size_t i = 0; i < (size_t)rows * m->layer[l].in_size; i++) {
-				if (signs)
-					signs[k] = m->layer[l - 1].y[i] > 0.0f ? 1 : -1;
-				k++;
-			}
+	for (int l = 1; l < m->n_layers; l++) {
+		const struct layer *L = &m->layer[l];
+		const float *x = m->layer[l - 1].y;
+		if (L->spec.kind == LAYER_RELU)
+			for (size_t i = 0; i < (size_t)rows * L->in_size; i++, k++)
+				if (kinks)
+					kinks[k] = x[i] > 0.0f ? 1 : -1;
+		if (L->spec.kind == LAYER_MAXPOOL2D)
+			for (int r = 0; r < rows; r++)
+				for (int oy = 0; oy < L->win.oh; oy++)
+					for (int ox = 0; ox < L->win.ow; ox++)
+						for (int c = 0; c < L->win.c; c++, k++)
+							if (kinks)
+								kinks[k] = (signed char)win_argmax(
+									x, &L->win, (size_t)r, oy, ox, c);
+	}
 	return k;
 }
 
 /* Loss sum of the loaded batch at the current weights, in training mode
  * (dropout on, its masks fixed by the model's position). When signs is not
- * NULL it receives the relu sign pattern. */
+ * NULL it receives the kinks (kinks_of). */
 static float loss_at(struct model *m, signed char *signs)
 {
 	float stats[2];
 	model_forward(m, ROWS, 1.0f);
 	model_take_stats(m, stats);
 	if (signs)
-		relu_signs(m, ROWS, signs);
+		kinks_of(m, ROWS, signs);
 	return stats[0];
 }
 
-/* Every gradient entry of the model desc on rows of IN values against
- * central differences of the loss sum, in training mode. Coordinates whose
- * +-eps perturbation moves a relu's input across 0 (a kink) are skipped and
+/* Every gradient entry of the model desc on rows of shape in ({H, W, C},
+ * at most MAX_IN values) against central differences of the loss sum, in
+ * training mode. Coordinates whose +-eps perturbation crosses a kink (a
+ * relu's input crosses 0, a max-pool window's max moves) are skipped and
  * counted. */
-static void check_model(const char *desc, uint64_t seed)
+static void check_model_in(const char *desc, const int in[3], uint64_t seed)
 {
 	const struct backend *be = backend_cpu();
 	struct layer_spec spec[MODEL_MAX_LAYERS];
 	int n = 0;
 	struct model m;
-	const int in[3] = {1, 1, IN};
+	const int dim = in[0] * in[1] * in[2];
 	EXPECT(layer_spec_parse(desc, "test", spec, MODEL_MAX_LAYERS, &n) == 0);
 	EXPECT(model_plan(&m, spec, n, in, CLASSES, seed) == 0);
 	model_alloc(&m, be, ROWS);
@@ -69,9 +81,9 @@ static void check_model(const char *desc, uint64_t seed)
 	for (int i = 0; i < m.reg.n; i++)
 		for (size_t j = 0; j < m.reg.p[i].size; j++)
 			w[m.reg.p[i].offset + j] = uniform(&r, -0.9f, 0.9f);
-	float x[ROWS * IN];
+	float x[ROWS * MAX_IN];
 	int32_t y[ROWS];
-	for (int i = 0; i < ROWS * IN; i++)
+	for (int i = 0; i < ROWS * dim; i++)
 		x[i] = uniform(&r, -1.5f, 1.5f);
 	for (int i = 0; i < ROWS; i++)
 		y[i] = (int32_t)rng_below(&r, CLASSES);
@@ -84,7 +96,7 @@ static void check_model(const char *desc, uint64_t seed)
 	model_backward(&m, ROWS, NULL, NULL);
 	float *g = malloc(P * sizeof(float));
 	be->copy_out(be, g, m.g, P * sizeof(float));
-	size_t n_signs = relu_signs(&m, ROWS, NULL);
+	size_t n_signs = kinks_of(&m, ROWS, NULL);
 	signed char *base = malloc(n_signs + 1), *plus = malloc(n_signs + 1),
 		    *minus = malloc(n_signs + 1);
 	float loss0 = loss_at(&m, base);
@@ -117,7 +129,8 @@ static void check_model(const char *desc, uint64_t seed)
 			checked++;
 		}
 	}
-	/* Only relu has kinks; even there most coordinates must be checkable. */
+	/* Only relu and max-pool have kinks; even there most coordinates must
+	 * be checkable. */
 	if (!n_signs)
 		EXPECT(skipped == 0);
 	EXPECT(checked >= (int)(0.8 * (checked + skipped)));
@@ -143,6 +156,83 @@ static void check_model(const char *desc, uint64_t seed)
 	free(g);
 	free(w);
 	model_free(&m);
+}
+
+static void check_model(const char *desc, uint64_t seed)
+{
+	const int flat[3] = {1, 1, IN};
+	check_model_in(desc, flat, seed);
+}
+
+/* Max pooling with ties: the window's first max takes the whole gradient,
+ * as in TF; average pooling shares it among the positions inside. */
+static void check_pool_ties(const struct backend *be)
+{
+	/* One row, 2x2x1, all equal: one 2x2 window. */
+	const float x[4] = {0.5f, 0.5f, 0.5f, 0.5f}, dy[1] = {3.0f};
+	struct window w = {.h = 2, .w = 2, .c = 1, .kh = 2, .kw = 2, .sh = 2, .sw = 2, .oh = 1,
+			   .ow = 1};
+	float y[1], dx[4];
+	be->pool(be, y, x, 1, &w, 1);
+	EXPECT(y[0] == 0.5f);
+	be->pool_backward(be, dx, dy, x, 1, &w, 1);
+	EXPECT(dx[0] == 3.0f && dx[1] == 0.0f && dx[2] == 0.0f && dx[3] == 0.0f);
+	be->pool_backward(be, dx, dy, x, 1, &w, 0);
+	EXPECT(dx[0] == 0.75f && dx[1] == 0.75f && dx[2] == 0.75f && dx[3] == 0.75f);
+	/* Overlapping windows (3x1 input, size 2 stride 1): the middle value
+	 * is the max of both and gets both gradients. */
+	const float x3[3] = {0.0f, 1.0f, 0.0f}, dy2[2] = {2.0f, 5.0f};
+	struct window w3 = {.h = 3, .w = 1, .c = 1, .kh = 2, .kw = 1, .sh = 1, .sw = 1, .oh = 2,
+			    .ow = 1};
+	float dx3[3];
+	be->pool_backward(be, dx3, dy2, x3, 1, &w3, 1);
+	EXPECT(dx3[0] == 0.0f && dx3[1] == 7.0f && dx3[2] == 0.0f);
+}
+
+/* im2col with 'same' padding against a direct convolution of one row:
+ * the product of cols and a kernel is the convolution, and col2im of the
+ * windows of ones counts how many windows hold each input. */
+static void check_im2col(const struct backend *be)
+{
+	enum { H = 4, W = 5, C = 2, K = 3, F = 2 };
+	struct window w = {.h = H, .w = W, .c = C, .kh = K, .kw = K, .sh = 2, .sw = 2, .pt = 1,
+			   .pl = 1, .oh = 2, .ow = 3};
+	float x[H * W * C], k[K * K * C * F], cols[2 * 3 * K * K * C], y[2 * 3 * F];
+	struct rng r;
+	rng_init(&r, 5, 1);
+	for (int i = 0; i < H * W * C; i++)
+		x[i] = uniform(&r, -1, 1);
+	for (int i = 0; i < K * K * C * F; i++)
+		k[i] = uniform(&r, -1, 1);
+	be->im2col(be, cols, x, 1, &w);
+	be->matmul(be, y, cols, k, 6, F, K * K * C, 0, 0, 0.0f);
+	for (int oy = 0; oy < 2; oy++)
+		for (int ox = 0; ox < 3; ox++)
+			for (int f = 0; f < F; f++) {
+				double want = 0;
+				for (int ky = 0; ky < K; ky++)
+					for (int kx = 0; kx < K; kx++)
+						for (int c = 0; c < C; c++) {
+							int iy = oy * 2 + ky - 1, ix = ox * 2 + kx - 1;
+							if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+								continue;
+							want += (double)x[(iy * W + ix) * C + c] *
+								k[((ky * K + kx) * C + c) * F + f];
+						}
+				EXPECT_NEAR(y[(oy * 3 + ox) * F + f], want, 1e-5);
+			}
+	for (int i = 0; i < 2 * 3 * K * K * C; i++)
+		cols[i] = 1.0f;
+	float counts[H * W * C];
+	be->col2im(be, counts, cols, 1, &w);
+	/* Windows start at rows -1, 1 and columns -1, 1, 3: input (1, 1) is
+	 * in the four windows of rows -1, 1 and columns -1, 1; (1, 3) in four
+	 * too (columns 1, 3); (2, 2) only in the one at (1, 1); (3, 4) only in
+	 * the one at (1, 3). */
+	EXPECT(counts[(1 * W + 1) * C] == 4.0f);
+	EXPECT(counts[(1 * W + 3) * C + 1] == 4.0f);
+	EXPECT(counts[(2 * W + 2) * C + 1] == 1.0f);
+	EXPECT(counts[(3 * W + 4) * C] == 1.0f);
 }
 
 /* Dropout's masks: about rate of the units dropped, the rest scaled by
@@ -427,5 +517,15 @@ int main(void)
 	check_model("dense:7,tanh,dense:6,tanh,dense", 102);
 	check_model("dense:7,dropout:0.3,tanh,dense:6,gelu,dropout:0.5,dense", 103);
 	check_model("flatten,dense:6,relu,dropout:0.4,flatten,dense", 104);
+	check_pool_ties(be);
+	check_im2col(be);
+	/* Convolutions and pooling: both paddings, strides, and the window
+	 * kinds, on small images (fused and unfused activations). */
+	const int img[3] = {5, 4, 2}, sq[3] = {5, 5, 2}, one[3] = {5, 4, 1};
+	check_model_in("conv2d:3:3,tanh,maxpool2d:2,flatten,dense", img, 105);
+	check_model_in("conv2d:2:3:2:valid,gelu,avgpool2d:2:1,dense", sq, 106);
+	check_model_in("conv2d:2:2:2:same,tanh,globalavgpool,dense", one, 107);
+	check_model_in("conv2d:3:3,relu,conv2d:2:3,maxpool2d:2:1,dense", img, 108);
+	check_model_in("maxpool2d:2:1,conv2d:2:3:1:valid,dropout:0.3,avgpool2d:2,dense", sq, 109);
 	return unit_done("test_gradcheck");
 }
