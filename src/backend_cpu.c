@@ -84,20 +84,57 @@ static void cpu_dropout(const struct backend *be, float *y, const float *x, int 
 		}
 }
 
+/* im2col and col2im: win_im2col and win_col2im of mathfn.h, written as
+ * copies of whole channel vectors (the formula per element divides too
+ * often to be fast). col2im adds in another order than win_col2im's, so
+ * the CPU and a GPU differ by rounding there. */
 static void cpu_im2col(const struct backend *be, float *cols, const float *x, int rows,
 		       const struct window *w)
 {
-	size_t n = (size_t)rows * w->oh * w->ow * w->kh * w->kw * w->c;
-	for (size_t i = 0; i < n; i++)
-		cols[i] = win_im2col(x, w, i);
+	size_t c = (size_t)w->c, k = (size_t)w->kh * w->kw * c;
+	for (int r = 0; r < rows; r++) {
+		const float *xr = x + (size_t)r * w->h * w->w * c;
+		for (int oy = 0; oy < w->oh; oy++)
+			for (int ox = 0; ox < w->ow; ox++) {
+				float *out = cols + (((size_t)r * w->oh + oy) * w->ow + ox) * k;
+				for (int ky = 0; ky < w->kh; ky++) {
+					int iy = oy * w->sh + ky - w->pt;
+					for (int kx = 0; kx < w->kw; kx++, out += c) {
+						int ix = ox * w->sw + kx - w->pl;
+						if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
+							memset(out, 0, c * sizeof(float));
+						else
+							memcpy(out, xr + ((size_t)iy * w->w + ix) * c,
+							       c * sizeof(float));
+					}
+				}
+			}
+	}
 }
 
 static void cpu_col2im(const struct backend *be, float *dx, const float *cols, int rows,
 		       const struct window *w)
 {
-	size_t n = (size_t)rows * w->h * w->w * w->c;
-	for (size_t i = 0; i < n; i++)
-		dx[i] = win_col2im(cols, w, i);
+	size_t c = (size_t)w->c, k = (size_t)w->kh * w->kw * c;
+	memset(dx, 0, (size_t)rows * w->h * w->w * c * sizeof(float));
+	for (int r = 0; r < rows; r++) {
+		float *dr = dx + (size_t)r * w->h * w->w * c;
+		for (int oy = 0; oy < w->oh; oy++)
+			for (int ox = 0; ox < w->ow; ox++) {
+				const float *in = cols + (((size_t)r * w->oh + oy) * w->ow + ox) * k;
+				for (int ky = 0; ky < w->kh; ky++) {
+					int iy = oy * w->sh + ky - w->pt;
+					for (int kx = 0; kx < w->kw; kx++, in += c) {
+						int ix = ox * w->sw + kx - w->pl;
+						if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
+							continue;
+						float *o = dr + ((size_t)iy * w->w + ix) * c;
+						for (size_t j = 0; j < c; j++)
+							o[j] += in[j];
+					}
+				}
+			}
+	}
 }
 
 static void cpu_pool(const struct backend *be, float *y, const float *x, int rows,
