@@ -137,6 +137,10 @@ static void cpu_col2im(const struct backend *be, float *dx, const float *cols, i
 	}
 }
 
+/* Pooling, as win_pool and win_pool_bwd compute it, a window at a time:
+ * backward scatters each window's gradient (to its first max, or evenly)
+ * instead of gathering it, so overlapping windows add in another order
+ * than a GPU's. */
 static void cpu_pool(const struct backend *be, float *y, const float *x, int rows,
 		     const struct window *w, int max)
 {
@@ -148,9 +152,30 @@ static void cpu_pool(const struct backend *be, float *y, const float *x, int row
 static void cpu_pool_backward(const struct backend *be, float *dx, const float *dy,
 			      const float *x, int rows, const struct window *w, int max)
 {
-	size_t n = (size_t)rows * w->h * w->w * w->c;
-	for (size_t i = 0; i < n; i++)
-		dx[i] = win_pool_bwd(dy, x, w, max, i);
+	size_t c = (size_t)w->c;
+	memset(dx, 0, (size_t)rows * w->h * w->w * c * sizeof(float));
+	for (int r = 0; r < rows; r++)
+		for (int oy = 0; oy < w->oh; oy++)
+			for (int ox = 0; ox < w->ow; ox++) {
+				const float *g = dy + (((size_t)r * w->oh + oy) * w->ow + ox) * c;
+				int y0 = oy * w->sh - w->pt, x0 = ox * w->sw - w->pl;
+				int ya = y0 > 0 ? y0 : 0, xa = x0 > 0 ? x0 : 0;
+				int yb = y0 + w->kh < w->h ? y0 + w->kh : w->h;
+				int xb = x0 + w->kw < w->w ? x0 + w->kw : w->w;
+				for (size_t ch = 0; ch < c; ch++) {
+					if (max) {
+						int a = win_argmax(x, w, (size_t)r, oy, ox, (int)ch);
+						int iy = y0 + a / w->kw, ix = x0 + a % w->kw;
+						dx[(((size_t)r * w->h + iy) * w->w + ix) * c + ch] += g[ch];
+						continue;
+					}
+					float share = g[ch] / (float)((yb - ya) * (xb - xa));
+					for (int iy = ya; iy < yb; iy++)
+						for (int ix = xa; ix < xb; ix++)
+							dx[(((size_t)r * w->h + iy) * w->w + ix) * c + ch] +=
+								share;
+				}
+			}
 }
 
 static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
