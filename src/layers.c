@@ -312,7 +312,7 @@ int layer_shape(struct layer *l, int classes, char *why, size_t len)
 	const struct layer_ops *o = &table[l->spec.kind];
 	l->in_size = (size_t)l->in[0] * l->in[1] * l->in[2];
 	if (!o->shape) {
-		snprintf(why, len, "%s is not built yet (issue 8 continues)",
+		snprintf(why, len, "%s is not available yet in this version",
 			 layer_names[l->spec.kind]);
 		return -1;
 	}
