@@ -72,11 +72,7 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
 				k++;
 			if (k == kinds)
 				names[kinds++] = keras;
-			if (counts[k])
-				snprintf(name, sizeof(name), "%s_%d", keras, counts[k]);
-			else
-				snprintf(name, sizeof(name), "%s", keras);
-			counts[k]++;
+			params_layer_name(keras, counts[k]++, name, sizeof(name));
 			layer_add_vars(l, &m->reg, name);
 			has_vars = 1;
 		}

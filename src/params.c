@@ -65,10 +65,10 @@ void params_slot_name(const char *var, const char *suffix, char *buf, size_t len
 	snprintf(buf, len, "%s/%s", var, suffix);
 }
 
-void params_layer_name(int i, char *buf, size_t len)
+void params_layer_name(const char *kind, int i, char *buf, size_t len)
 {
 	if (i == 0)
-		snprintf(buf, len, "dense");
+		snprintf(buf, len, "%s", kind);
 	else
-		snprintf(buf, len, "dense_%d", i);
+		snprintf(buf, len, "%s_%d", kind, i);
 }

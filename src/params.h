@@ -41,5 +41,6 @@ void params_shape_text(int ndim, const long *shape, char *buf, size_t len);
 void params_signature(const struct params *reg, char *buf, size_t len);
 /* "<var>/<suffix>", e.g. "dense/kernel/ExponentialMovingAverage". */
 void params_slot_name(const char *var, const char *suffix, char *buf, size_t len);
-/* Keras layer name for dense layer i: "dense", "dense_1", ... */
-void params_layer_name(int i, char *buf, size_t len);
+/* Keras' name for the i-th layer (from 0) named kind: "dense", "dense_1",
+ * "conv2d_2", ... */
+void params_layer_name(const char *kind, int i, char *buf, size_t len);

@@ -53,12 +53,28 @@ static void check_registry(const struct model *m)
 static void check_names(void)
 {
 	char buf[32];
-	params_layer_name(0, buf, sizeof(buf));
+	params_layer_name("dense", 0, buf, sizeof(buf));
 	EXPECT_STR(buf, "dense");
-	params_layer_name(1, buf, sizeof(buf));
+	params_layer_name("dense", 1, buf, sizeof(buf));
 	EXPECT_STR(buf, "dense_1");
-	params_layer_name(3, buf, sizeof(buf));
+	params_layer_name("dense", 3, buf, sizeof(buf));
 	EXPECT_STR(buf, "dense_3");
+	/* Keras counts each kind apart: conv2d, conv2d_1, then dense, dense_1;
+	 * layers without variables take no name. */
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n = 0;
+	struct model m;
+	const int in[3] = {8, 8, 1};
+	EXPECT(layer_spec_parse("conv2d:4:3,relu,conv2d:2:3,maxpool2d:2,flatten,dense:5,dropout:0.5,dense",
+				"test", spec, MODEL_MAX_LAYERS, &n) == 0);
+	EXPECT(model_plan(&m, spec, n, in, 3, 1) == 0);
+	const char *want[] = {"conv2d/kernel", "conv2d/bias", "conv2d_1/kernel", "conv2d_1/bias",
+			      "dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"};
+	EXPECT(m.reg.n == 8);
+	for (int i = 0; i < 8 && i < m.reg.n; i++)
+		EXPECT_STR(m.reg.p[i].name, want[i]);
+	EXPECT(m.reg.p[2].shape[0] == 3 * 3 * 4 && m.reg.p[2].shape[1] == 2);
+	EXPECT(m.reg.p[4].shape[0] == 4 * 4 * 2 && m.reg.p[4].shape[1] == 5);
 	const long dims[2] = {784, 256};
 	params_shape_text(2, dims, buf, sizeof(buf));
 	EXPECT_STR(buf, "[784,256]");
