@@ -98,6 +98,36 @@ static void check_matmul(enum precision prec, double tol)
 	gpu->set_precision(gpu, PRECISION_FP32);
 }
 
+/* The windowed ops of conv2d and the pools, on odd sizes with padding and
+ * overlapping windows: the GPU's gather against the CPU's loops. */
+static void check_windows(void)
+{
+	const int rows = 3;
+	struct window w = {.h = 9, .w = 7, .c = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .pt = 1,
+			   .pl = 1, .oh = 5, .ow = 7};
+	size_t in = (size_t)rows * w.h * w.w * w.c, cols = (size_t)rows * w.oh * w.ow * 9 * w.c;
+	size_t out = (size_t)rows * w.oh * w.ow * w.c;
+	struct pair x = random_pair(in, -1, 1), c = random_pair(cols, 0, 1);
+	cpu->im2col(cpu, c.c, x.c, rows, &w);
+	gpu->im2col(gpu, c.g, x.g, rows, &w);
+	EXPECT_CLOSE(c, 0.0, "im2col");
+	struct pair dc = random_pair(cols, -1, 1), dx = random_pair(in, 0, 1);
+	cpu->col2im(cpu, dx.c, dc.c, rows, &w);
+	gpu->col2im(gpu, dx.g, dc.g, rows, &w);
+	EXPECT_CLOSE(dx, TOL_FP32, "col2im");
+	for (int max = 0; max < 2; max++) {
+		struct pair y = random_pair(out, 0, 1), dy = random_pair(out, -1, 1);
+		cpu->pool(cpu, y.c, x.c, rows, &w, max);
+		gpu->pool(gpu, y.g, x.g, rows, &w, max);
+		EXPECT_CLOSE(y, TOL_FP32, max ? "maxpool" : "avgpool");
+		cpu->pool_backward(cpu, dx.c, dy.c, x.c, rows, &w, max);
+		gpu->pool_backward(gpu, dx.g, dy.g, x.g, rows, &w, max);
+		EXPECT_CLOSE(dx, TOL_FP32, max ? "maxpool backward" : "avgpool backward");
+		release(y), release(dy);
+	}
+	release(x), release(c), release(dc), release(dx);
+}
+
 static void check_elementwise(void)
 {
 	const int rows = 67, cols = 130;
@@ -125,6 +155,7 @@ static void check_elementwise(void)
 	gpu->dropout(gpu, y.g, x.g, rows, cols, &k);
 	EXPECT_CLOSE(y, 0.0, "dropout");
 	release(x), release(y);
+	check_windows();
 	struct pair dz = random_pair(n, -1, 1), db = random_pair(cols, 0, 1);
 	cpu->bias_grad(cpu, db.c, dz.c, rows, cols);
 	gpu->bias_grad(gpu, db.g, dz.g, rows, cols);
