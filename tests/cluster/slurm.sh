@@ -46,9 +46,19 @@ wait_for 60 grep -qs "requeueing job $job" "job-$job.out" || { cat "job-$job.out
 step=$(sed -n 's/.*stopped by signal at step \([0-9]*\).*/\1/p' "job-$job.out")
 [ -n "$step" ] && [ "$step" -lt $STEPS ] || { cat "job-$job.out"; fail "mtrain did not stop early on USR1"; }
 state() { on_node 1 scontrol show job "$job" | grep -q "JobState=$1"; }
+# logs: the daemons' last lines, for a failure's diagnosis.
+logs() { for f in slurmctld.log slurmd-node1.log slurmd-node2.log; do echo "== $f"; tail -n 25 "$f"; done; }
 wait_for 30 state PENDING || fail "the requeued job is not pending"
-on_node 1 scontrol update JobId="$job" StartTime=now
-wait_for 120 state COMPLETED || { cat "job-$job.out"; on_node 1 scontrol show job "$job"; fail "the requeued job did not complete"; }
+# Slurm holds a requeued job back (cred_expire); let it go now, a second
+# past the requeue so that its new credential is not from the same second
+# as the old one's revocation, and again while it still waits.
+sleep 2
+for _ in 1 2 3; do
+	state PENDING || break
+	on_node 1 scontrol update JobId="$job" StartTime=now
+	sleep 5
+done
+wait_for 240 state COMPLETED || { cat "job-$job.out"; on_node 1 scontrol show job "$job"; logs; fail "the requeued job did not complete"; }
 grep -q "resumed from ck/ckpt-$(printf %08d "$step").h5 at step $step" "job-$job.out" ||
 	{ cat "job-$job.out"; fail "the requeued job did not resume from step $step"; }
 # Bitwise the run that was never stopped, on the same two nodes.
