@@ -80,7 +80,7 @@ JobAcctGatherType=jobacct_gather/none
 SlurmctldLogFile=$WORK/slurmctld.log
 SlurmdLogFile=$WORK/slurmd-%n.log
 AuthType=auth/munge
-AuthInfo=socket=$WORK/munge/munge.socket
+AuthInfo=socket=$WORK/munge/munge.socket,cred_expire=10
 CryptoType=crypto/munge
 MinJobAge=600
 SchedulerParameters=sched_interval=1
