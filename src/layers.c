@@ -25,6 +25,16 @@ static void set_flat(int *shape, size_t d)
 	shape[2] = (int)d;
 }
 
+/* z (rows, cols) += bias, and the activation right after l, if it is fused
+ * into l, into that layer's output in the same pass. */
+static void bias_and_fused_act(struct model *m, struct layer *l, int rows, int cols)
+{
+	const struct layer *next = l + 1 < m->layer + m->n_layers ? l + 1 : NULL;
+	int act = next && next->fused ? layer_spec_act(&next->spec) : -1;
+	m->be->bias_act(m->be, act >= 0 ? next->y : NULL, l->y, m->w + l->var[1], rows, cols,
+			act >= 0 ? (enum act_kind)act : ACT_RELU);
+}
+
 /* dense: y (R,O) = x (R,I) @ kernel (I,O) + bias (O), on the flattened row. */
 static int dense_shape(struct layer *l, int classes, char *why, size_t len)
 {
@@ -57,11 +67,7 @@ static void dense_forward(struct model *m, struct layer *l, const float *x, int 
 	const struct backend *be = m->be;
 	int in = (int)l->in_size, out = (int)l->out_size;
 	be->matmul(be, l->y, x, m->w + l->var[0], rows, out, in, 0, 0, 0.0f);
-	/* An activation right after is applied in the same pass. */
-	const struct layer *next = l + 1 < m->layer + m->n_layers ? l + 1 : NULL;
-	int act = next && next->fused ? layer_spec_act(&next->spec) : -1;
-	be->bias_act(be, act >= 0 ? next->y : NULL, l->y, m->w + l->var[1], rows, out,
-		     act >= 0 ? (enum act_kind)act : ACT_RELU);
+	bias_and_fused_act(m, l, rows, out);
 }
 
 static void dense_backward(struct model *m, struct layer *l, const float *x, const float *dy,
@@ -222,10 +228,7 @@ static void conv_forward(struct model *m, struct layer *l, const float *x, int r
 	int f = l->spec.units;
 	be->im2col(be, m->cols, x, rows, &l->win);
 	be->matmul(be, l->y, m->cols, m->w + l->var[0], positions, f, k, 0, 0, 0.0f);
-	const struct layer *next = l + 1 < m->layer + m->n_layers ? l + 1 : NULL;
-	int act = next && next->fused ? layer_spec_act(&next->spec) : -1;
-	be->bias_act(be, act >= 0 ? next->y : NULL, l->y, m->w + l->var[1], positions, f,
-		     act >= 0 ? (enum act_kind)act : ACT_RELU);
+	bias_and_fused_act(m, l, positions, f);
 }
 
 static void conv_backward(struct model *m, struct layer *l, const float *x, const float *dy,

@@ -59,6 +59,19 @@ MT_FN float win_im2col(const float *x, const struct window *w, size_t i)
 	return x[((r * w->h + iy) * w->w + ix) * w->c + ch];
 }
 
+/* Whether input (iy, ix) sits at offset (ky, kx) of a window, and which
+ * window: (*oy, *ox). */
+MT_FN int win_at(const struct window *w, int iy, int ix, int ky, int kx, int *oy, int *ox)
+{
+	int ty = iy + w->pt - ky, tx = ix + w->pl - kx;
+	if (ty < 0 || ty % w->sh || ty / w->sh >= w->oh || tx < 0 || tx % w->sw ||
+	    tx / w->sw >= w->ow)
+		return 0;
+	*oy = ty / w->sh;
+	*ox = tx / w->sw;
+	return 1;
+}
+
 /* col2im: element i of dx (R, h, w, c): the sum of the cols entries that
  * im2col took from it, in a fixed order (ky, then kx). */
 MT_FN float win_col2im(const float *cols, const struct window *w, size_t i)
@@ -67,18 +80,12 @@ MT_FN float win_col2im(const float *cols, const struct window *w, size_t i)
 	size_t r = i / w->c / w->w / w->h;
 	size_t k = (size_t)w->kh * w->kw * w->c;
 	float sum = 0.0f;
-	for (int ky = 0; ky < w->kh; ky++) {
-		int ty = iy + w->pt - ky;
-		if (ty < 0 || ty % w->sh || ty / w->sh >= w->oh)
-			continue;
-		for (int kx = 0; kx < w->kw; kx++) {
-			int tx = ix + w->pl - kx;
-			if (tx < 0 || tx % w->sw || tx / w->sw >= w->ow)
-				continue;
-			size_t pos = (r * w->oh + ty / w->sh) * w->ow + tx / w->sw;
-			sum += cols[pos * k + ((size_t)ky * w->kw + kx) * w->c + ch];
-		}
-	}
+	int oy, ox;
+	for (int ky = 0; ky < w->kh; ky++)
+		for (int kx = 0; kx < w->kw; kx++)
+			if (win_at(w, iy, ix, ky, kx, &oy, &ox))
+				sum += cols[((r * w->oh + oy) * w->ow + ox) * k +
+					    ((size_t)ky * w->kw + kx) * w->c + ch];
 	return sum;
 }
 
@@ -135,15 +142,11 @@ MT_FN float win_pool_bwd(const float *dy, const float *x, const struct window *w
 	int ch = (int)(i % w->c), ix = (int)(i / w->c % w->w), iy = (int)(i / w->c / w->w % w->h);
 	size_t r = i / w->c / w->w / w->h;
 	float sum = 0.0f;
-	for (int ky = 0; ky < w->kh; ky++) {
-		int ty = iy + w->pt - ky;
-		if (ty < 0 || ty % w->sh || ty / w->sh >= w->oh)
-			continue;
+	int oy, ox;
+	for (int ky = 0; ky < w->kh; ky++)
 		for (int kx = 0; kx < w->kw; kx++) {
-			int tx = ix + w->pl - kx;
-			if (tx < 0 || tx % w->sw || tx / w->sw >= w->ow)
+			if (!win_at(w, iy, ix, ky, kx, &oy, &ox))
 				continue;
-			int oy = ty / w->sh, ox = tx / w->sw;
 			float g = dy[((r * w->oh + oy) * w->ow + ox) * w->c + ch];
 			if (max) {
 				if (win_argmax(x, w, r, oy, ox, ch) == ky * w->kw + kx)
@@ -155,7 +158,6 @@ MT_FN float win_pool_bwd(const float *dy, const float *x, const struct window *w
 			int nx = (x0 + w->kw < w->w ? x0 + w->kw : w->w) - (x0 > 0 ? x0 : 0);
 			sum += g / (float)(ny * nx);
 		}
-	}
 	return sum;
 }
 
