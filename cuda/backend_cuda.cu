@@ -144,6 +144,38 @@ static void cu_pool_backward(const struct backend *be, float *dx, const float *d
 	cuda_pool_backward(dx, dy, x, rows, w, max, stream_of(be));
 }
 
+static void cu_col_moment(const struct backend *be, float *m, const float *x, const float *center,
+			  int rows, int cols, float scale)
+{
+	cuda_col_moment(m, x, center, rows, cols, scale, stream_of(be));
+}
+
+static void cu_bn_forward(const struct backend *be, float *y, const float *x, const float *mean,
+			  const float *var, const float *gamma, const float *beta, int rows,
+			  int cols, float eps)
+{
+	cuda_bn_forward(y, x, mean, var, gamma, beta, rows, cols, eps, stream_of(be));
+}
+
+static void cu_bn_backward_sums(const struct backend *be, float *sums, const float *dy,
+				const float *x, const float *mean, const float *var, int rows,
+				int cols, float eps)
+{
+	cuda_bn_backward_sums(sums, dy, x, mean, var, rows, cols, eps, stream_of(be));
+}
+
+static void cu_bn_backward(const struct backend *be, float *dx, const float *dy, const float *x,
+			   const float *mean, const float *var, const float *gamma,
+			   const float *sums, int rows, int cols, float eps, float inv_n)
+{
+	cuda_bn_backward(dx, dy, x, mean, var, gamma, sums, rows, cols, eps, inv_n, stream_of(be));
+}
+
+static void cu_scale(const struct backend *be, float *x, size_t n, float alpha)
+{
+	cuda_scale(x, n, alpha, stream_of(be));
+}
+
 static void cu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
 			 int cols)
 {
@@ -235,6 +267,11 @@ static const struct backend cuda_table = {
 	.col2im = cu_col2im,
 	.pool = cu_pool,
 	.pool_backward = cu_pool_backward,
+	.col_moment = cu_col_moment,
+	.bn_forward = cu_bn_forward,
+	.bn_backward_sums = cu_bn_backward_sums,
+	.bn_backward = cu_bn_backward,
+	.scale = cu_scale,
 	.bias_grad = cu_bias_grad,
 	.xent = cu_xent,
 	.optim_update = cu_optim_update,

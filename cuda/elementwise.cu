@@ -3,7 +3,9 @@
  *   z += bias; a = act(z)          dz = act'(z) * da       a = act(z)
  *   y = x * dropout_scale(seed, step, row, unit, rate)
  *   w = sgd/momentum/adam_step(w, g, slots)
- *   shadow = shadow - (1 - d) * (shadow - w) */
+ *   shadow = shadow - (1 - d) * (shadow - w)
+ *   y = gamma * bn_xhat(x) + beta          dx = bn_dx(dy, xhat, sums)
+ *   x *= alpha */
 #include "cuda_check.h"
 #include "kernels.h"
 #include "mathfn.h"
@@ -202,5 +204,69 @@ void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaS
 	if (!n)
 		return;
 	ema_kernel<<<blocks_for(n), THREADS, 0, s>>>(shadow, w, n, decay);
+	CUDA_CHECK_LAUNCH();
+}
+
+/* Batch normalization, one thread per element of x (R,C). */
+__global__ void bn_forward_kernel(float *y, const float *x, const float *mean, const float *var,
+				  const float *gamma, const float *beta, size_t n, int cols,
+				  float eps)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	int j = (int)(i % cols);
+	y[i] = gamma[j] * bn_xhat(x[i], mean[j], bn_invstd(var[j], eps)) + beta[j];
+}
+
+__global__ void bn_backward_kernel(float *dx, const float *dy, const float *x, const float *mean,
+				   const float *var, const float *gamma, const float *sums,
+				   size_t n, int cols, float eps, float inv_n)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	int j = (int)(i % cols);
+	float inv = bn_invstd(var[j], eps);
+	dx[i] = bn_dx(dy[i], bn_xhat(x[i], mean[j], inv), gamma[j], inv, sums[j], sums[cols + j],
+		      inv_n);
+}
+
+__global__ void scale_kernel(float *x, size_t n, float alpha)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		x[i] *= alpha;
+}
+
+void cuda_bn_forward(float *y, const float *x, const float *mean, const float *var,
+		     const float *gamma, const float *beta, int rows, int cols, float eps,
+		     cudaStream_t s)
+{
+	size_t n = (size_t)rows * cols;
+	if (!n)
+		return;
+	bn_forward_kernel<<<blocks_for(n), THREADS, 0, s>>>(y, x, mean, var, gamma, beta, n, cols,
+							    eps);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_bn_backward(float *dx, const float *dy, const float *x, const float *mean,
+		      const float *var, const float *gamma, const float *sums, int rows, int cols,
+		      float eps, float inv_n, cudaStream_t s)
+{
+	size_t n = (size_t)rows * cols;
+	if (!n)
+		return;
+	bn_backward_kernel<<<blocks_for(n), THREADS, 0, s>>>(dx, dy, x, mean, var, gamma, sums, n,
+							     cols, eps, inv_n);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_scale(float *x, size_t n, float alpha, cudaStream_t s)
+{
+	if (!n)
+		return;
+	scale_kernel<<<blocks_for(n), THREADS, 0, s>>>(x, n, alpha);
 	CUDA_CHECK_LAUNCH();
 }

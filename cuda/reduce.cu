@@ -1,6 +1,9 @@
-/* Reductions: bias gradients (column sums) and softmax cross-entropy. Both
- * sum in a fixed order, so results are the same run after run.
+/* Reductions: bias gradients (column sums), batch normalization's column
+ * moments and backward sums, and softmax cross-entropy. All sum in a fixed
+ * order, so results are the same run after run.
  *   dbias[j] = sum_r dz[r, j]
+ *   m[j] = scale * sum_r x[r, j]  or  scale * sum_r (x[r, j] - center[j])^2
+ *   sums[j] = sum_r dy[r, j] * xhat[r, j], sums[C + j] = sum_r dy[r, j]
  *   loss_r, dlogits_r = xent_row(logits_r) (mathfn.h, shared with the CPU)
  *   stats += {sum_r loss_r, #(argmax_r == y_r)} */
 #include "cuda_check.h"
@@ -19,6 +22,60 @@ __global__ void bias_grad_kernel(float *dbias, const float *dz, int rows, int co
 	for (int r = 0; r < rows; r++)
 		sum += dz[(size_t)r * cols + j];
 	dbias[j] = sum;
+}
+
+/* The block's threads' partials part[THREADS] summed in a fixed tree into
+ * part[0]. */
+static __device__ void block_sum(double *part)
+{
+	__syncthreads();
+	for (int half = THREADS / 2; half > 0; half /= 2) {
+		if (threadIdx.x < half)
+			part[threadIdx.x] += part[threadIdx.x + half];
+		__syncthreads();
+	}
+}
+
+/* Batch normalization's columns (every position of a batch: long): one
+ * block per column, its threads taking rows tid, tid + THREADS, ... */
+__global__ void col_moment_kernel(float *m, const float *x, const float *center, int rows,
+				  int cols, float scale)
+{
+	__shared__ double part[THREADS];
+	int j = blockIdx.x;
+	float c = center ? center[j] : 0.0f;
+	double acc = 0.0;
+	for (int r = threadIdx.x; r < rows; r += THREADS) {
+		float d = x[(size_t)r * cols + j] - c;
+		acc += center ? d * d : d;
+	}
+	part[threadIdx.x] = acc;
+	block_sum(part);
+	if (threadIdx.x == 0)
+		m[j] = (float)(part[0] * scale);
+}
+
+__global__ void bn_backward_sums_kernel(float *sums, const float *dy, const float *x,
+					const float *mean, const float *var, int rows, int cols,
+					float eps)
+{
+	__shared__ double part[2][THREADS];
+	int j = blockIdx.x;
+	float inv = bn_invstd(var[j], eps);
+	double dgamma = 0.0, dbeta = 0.0;
+	for (int r = threadIdx.x; r < rows; r += THREADS) {
+		size_t at = (size_t)r * cols + j;
+		dgamma += dy[at] * bn_xhat(x[at], mean[j], inv);
+		dbeta += dy[at];
+	}
+	part[0][threadIdx.x] = dgamma;
+	part[1][threadIdx.x] = dbeta;
+	block_sum(part[0]);
+	block_sum(part[1]);
+	if (threadIdx.x == 0) {
+		sums[j] = (float)part[0][0];
+		sums[cols + j] = (float)part[1][0];
+	}
 }
 
 /* One block: each thread takes rows tid, tid + THREADS, ...; the block then
@@ -64,5 +121,23 @@ void cuda_xent(float *dlogits, float *stats, const float *logits, const int32_t 
 	       int rows, int classes, float scale, cudaStream_t s)
 {
 	xent_kernel<<<1, THREADS, 0, s>>>(dlogits, stats, logits, labels, rows, classes, scale);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_col_moment(float *m, const float *x, const float *center, int rows, int cols,
+		     float scale, cudaStream_t s)
+{
+	if (!cols)
+		return;
+	col_moment_kernel<<<cols, THREADS, 0, s>>>(m, x, center, rows, cols, scale);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_bn_backward_sums(float *sums, const float *dy, const float *x, const float *mean,
+			   const float *var, int rows, int cols, float eps, cudaStream_t s)
+{
+	if (!cols)
+		return;
+	bn_backward_sums_kernel<<<cols, THREADS, 0, s>>>(sums, dy, x, mean, var, rows, cols, eps);
 	CUDA_CHECK_LAUNCH();
 }

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "ckpt.h"
 #include "ema.h"
+#include "layers.h"
 #include "log.h"
 #include "paths.h"
 
@@ -102,7 +103,11 @@ int export_safetensors(const char *ckpt, const char *out, enum export_weights wh
 	for (int i = 0; i < n && !rc; i++) {
 		if (!is_weight(vars, n, &vars[i]))
 			continue;
-		const struct ckpt_var *shadow = find_slot(vars, n, vars[i].name, EMA_SUFFIX);
+		/* A non-trainable variable has no shadow: its own values go with
+		 * the EMA weights too, as evaluation uses them. */
+		const struct ckpt_var *shadow = layer_var_is_state(vars[i].name)
+							? &vars[i]
+							: find_slot(vars, n, vars[i].name, EMA_SUFFIX);
 		if (which == EXPORT_EMA && !shadow)
 			rc = user_error("%s: %s has no %s/%s to export with --weights ema", ckpt,
 					vars[i].name, vars[i].name, EMA_SUFFIX);

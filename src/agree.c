@@ -134,13 +134,16 @@ int agree_replicas(const struct backend *be, const float *buf, const struct para
 {
 	uint64_t mine[PARAM_MAX], *all = xcalloc((size_t)c->size * PARAM_MAX, sizeof(*all));
 	be->copy_out(be, host, buf, reg->total * sizeof(float));
-	for (int i = 0; i < reg->n; i++)
+	/* Trainable variables only: the moving statistics of batchnorm differ
+	 * across ranks between syncs by design. */
+	int n = reg->n_trainable;
+	for (int i = 0; i < n; i++)
 		mine[i] = fnv1a64(FNV1A64_INIT, host + reg->p[i].offset,
 				  reg->p[i].size * sizeof(float));
 	comm_allgather_host(c, mine, all, sizeof(mine));
 	int bad_rank = -1, bad_var = -1;
 	for (int r = 1; r < c->size && bad_rank < 0; r++)
-		for (int i = 0; i < reg->n && bad_rank < 0; i++)
+		for (int i = 0; i < n && bad_rank < 0; i++)
 			if (all[(size_t)r * PARAM_MAX + i] != all[i])
 				bad_rank = r, bad_var = i;
 	if (bad_rank >= 0 && c->rank == 0)

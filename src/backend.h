@@ -87,6 +87,27 @@ struct backend {
 	 * win_pool_bwd (overwrites dx). */
 	void (*pool_backward)(const struct backend *be, float *dx, const float *dy, const float *x,
 			      int rows, const struct window *w, int max);
+	/* Batch normalization over the last axis of x (R,C) (R: every
+	 * position of every row, C channels), mathfn.h's bn_* formulas.
+	 * col_moment: m (C) = scale * sum over rows of x, or with center
+	 * (C) scale * sum of (x - center)^2. */
+	void (*col_moment)(const struct backend *be, float *m, const float *x, const float *center,
+			   int rows, int cols, float scale);
+	/* y (R,C) = gamma * (x - mean) / sqrt(var + eps) + beta; y may alias x. */
+	void (*bn_forward)(const struct backend *be, float *y, const float *x, const float *mean,
+			   const float *var, const float *gamma, const float *beta, int rows,
+			   int cols, float eps);
+	/* sums (2C) = {sum over rows of dy * xhat (dgamma), of dy (dbeta)}. */
+	void (*bn_backward_sums)(const struct backend *be, float *sums, const float *dy,
+				 const float *x, const float *mean, const float *var, int rows,
+				 int cols, float eps);
+	/* dx (R,C) = bn_dx with sums (2C) taken over inv_n's 1 / N values; dx
+	 * may alias dy. */
+	void (*bn_backward)(const struct backend *be, float *dx, const float *dy, const float *x,
+			    const float *mean, const float *var, const float *gamma,
+			    const float *sums, int rows, int cols, float eps, float inv_n);
+	/* x (n) *= alpha. */
+	void (*scale)(const struct backend *be, float *x, size_t n, float alpha);
 	/* dbias (O) = sum over rows of dz (R,O). */
 	void (*bias_grad)(const struct backend *be, float *dbias, const float *dz, int rows,
 			  int cols);

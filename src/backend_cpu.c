@@ -189,6 +189,104 @@ static void cpu_bias_grad(const struct backend *be, float *dbias, const float *d
 	}
 }
 
+/* Batch normalization. Column sums run over rows in order, in double, a
+ * block of columns at a time (rows are long: every position of a batch). */
+#define BN_BLOCK 64
+
+static void cpu_col_moment(const struct backend *be, float *m, const float *x,
+			   const float *center, int rows, int cols, float scale)
+{
+	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
+		int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
+		double acc[BN_BLOCK] = {0};
+		float c[BN_BLOCK] = {0};
+		if (center)
+			memcpy(c, center + j0, sizeof(float) * (size_t)nj);
+		for (int r = 0; r < rows; r++) {
+			const float *xr = x + (size_t)r * cols + j0;
+			for (int j = 0; j < nj; j++) {
+				float d = xr[j] - c[j];
+				acc[j] += center ? d * d : d;
+			}
+		}
+		for (int j = 0; j < nj; j++)
+			m[j0 + j] = (float)(acc[j] * scale);
+	}
+}
+
+/* invstd (cols) from var (cols). */
+static void invstd_of(float *invstd, const float *var, int cols, float eps)
+{
+	for (int j = 0; j < cols; j++)
+		invstd[j] = bn_invstd(var[j], eps);
+}
+
+static void cpu_bn_forward(const struct backend *be, float *y, const float *x, const float *mean,
+			   const float *var, const float *gamma, const float *beta, int rows,
+			   int cols, float eps)
+{
+	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
+		int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
+		float inv[BN_BLOCK];
+		invstd_of(inv, var + j0, nj, eps);
+		for (int r = 0; r < rows; r++) {
+			size_t at = (size_t)r * cols + j0;
+			for (int j = 0; j < nj; j++)
+				y[at + j] = gamma[j0 + j] * bn_xhat(x[at + j], mean[j0 + j], inv[j]) +
+					    beta[j0 + j];
+		}
+	}
+}
+
+static void cpu_bn_backward_sums(const struct backend *be, float *sums, const float *dy,
+				 const float *x, const float *mean, const float *var, int rows,
+				 int cols, float eps)
+{
+	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
+		int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
+		float inv[BN_BLOCK];
+		double dgamma[BN_BLOCK] = {0}, dbeta[BN_BLOCK] = {0};
+		invstd_of(inv, var + j0, nj, eps);
+		for (int r = 0; r < rows; r++) {
+			size_t at = (size_t)r * cols + j0;
+			for (int j = 0; j < nj; j++) {
+				dgamma[j] += dy[at + j] * bn_xhat(x[at + j], mean[j0 + j], inv[j]);
+				dbeta[j] += dy[at + j];
+			}
+		}
+		for (int j = 0; j < nj; j++) {
+			sums[j0 + j] = (float)dgamma[j];
+			sums[cols + j0 + j] = (float)dbeta[j];
+		}
+	}
+}
+
+static void cpu_bn_backward(const struct backend *be, float *dx, const float *dy, const float *x,
+			    const float *mean, const float *var, const float *gamma,
+			    const float *sums, int rows, int cols, float eps, float inv_n)
+{
+	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
+		int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
+		float inv[BN_BLOCK];
+		invstd_of(inv, var + j0, nj, eps);
+		for (int r = 0; r < rows; r++) {
+			size_t at = (size_t)r * cols + j0;
+			for (int j = 0; j < nj; j++) {
+				int c = j0 + j;
+				float xhat = bn_xhat(x[at + j], mean[c], inv[j]);
+				dx[at + j] = bn_dx(dy[at + j], xhat, gamma[c], inv[j], sums[c],
+						   sums[cols + c], inv_n);
+			}
+		}
+	}
+}
+
+static void cpu_scale(const struct backend *be, float *x, size_t n, float alpha)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] *= alpha;
+}
+
 static void cpu_xent(const struct backend *be, float *dlogits, float *stats, const float *logits,
 		     const int32_t *labels, int rows, int classes, float scale)
 {
@@ -280,6 +378,11 @@ const struct backend *backend_cpu(void)
 		.pool = cpu_pool,
 		.pool_backward = cpu_pool_backward,
 		.bias_grad = cpu_bias_grad,
+		.col_moment = cpu_col_moment,
+		.bn_forward = cpu_bn_forward,
+		.bn_backward_sums = cpu_bn_backward_sums,
+		.bn_backward = cpu_bn_backward,
+		.scale = cpu_scale,
 		.xent = cpu_xent,
 		.optim_update = cpu_optim_update,
 		.ema_update = cpu_ema_update,

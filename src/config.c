@@ -27,6 +27,7 @@ const struct option_def options[] = {
 	OPT_ENUM("activation", act, act_names, 0, "hidden activation"),
 	{"input-shape", T_STR, OFF(input_shape), 0, 0, NULL, NULL, OPT_SHAPE, "the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: a flat row", "H,W,C"},
 	{"model", T_STR, OFF(model), 0, 0, NULL, NULL, OPT_SHAPE, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: Models)", "LAYER,LAYER,..."},
+	OPT("sync-bn", T_BOOL, sync_bn, 0, 1, 0, "batchnorm normalises with the whole global batch's statistics (an all-reduce per layer, forward and backward) instead of each rank's own (on|off)"),
 	OPT_ENUM("optimizer", optim, optim_names, 0, "optimizer"),
 	OPT("lr", T_FLOAT, lr, 0, 100, 0, "peak learning rate"),
 	OPT("momentum", T_FLOAT, momentum, 0, 0.999999, 0, "momentum coefficient (momentum optimizer)"),

@@ -18,6 +18,7 @@ struct config {
 	int act;                  /* enum act_kind, e.g. ACT_RELU */
 	char model[PATH_LEN];     /* --model, e.g. "conv2d:32:3,relu,flatten,dense";
 				   * "" for the MLP of hidden and act */
+	int sync_bn;              /* 1: batchnorm's statistics over the global batch */
 	char input_shape[PATH_LEN]; /* "H,W,C" of a flat row, e.g. "28,28,1"; "" for [D] */
 	int optim;                /* enum optim_kind, e.g. OPTIM_ADAM */
 	float lr;                 /* peak learning rate, e.g. 1e-3 */

@@ -3,17 +3,18 @@
 
 #include <string.h>
 
-void ema_init(struct ema *e, const struct backend *be, const float *w, size_t n,
+void ema_init(struct ema *e, const struct backend *be, const float *w, size_t n, size_t total,
 	      float decay, int num_updates, int owner)
 {
 	memset(e, 0, sizeof(*e));
 	e->be = be;
 	e->n = n;
+	e->total = total;
 	e->decay = decay;
 	e->num_updates = num_updates;
 	e->owner = owner;
-	e->shadow = be->alloc(be, n * sizeof(float));
-	be->copy(be, e->shadow, w, n * sizeof(float));
+	e->shadow = be->alloc(be, total * sizeof(float));
+	be->copy(be, e->shadow, w, total * sizeof(float));
 }
 
 void ema_free(struct ema *e)
@@ -43,8 +44,20 @@ void ema_sync(struct ema *e, struct comm *c)
 	c->ops->bcast(c, e->shadow, e->n, 0);
 }
 
+void ema_mean_state(struct ema *e, float *w, struct comm *c)
+{
+	size_t n = e->total - e->n;
+	if (!n || c->size == 1)
+		return;
+	c->ops->allreduce_start(c, w + e->n, n);
+	c->ops->allreduce_wait(c);
+	e->be->scale(e->be, w + e->n, n, 1.0f / (float)c->size);
+}
+
 void ema_swap(struct ema *e, float **w)
 {
+	if (e->total > e->n)
+		e->be->copy(e->be, e->shadow + e->n, *w + e->n, (e->total - e->n) * sizeof(float));
 	float *t = *w;
 	*w = e->shadow;
 	e->shadow = t;

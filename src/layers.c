@@ -10,12 +10,13 @@
 struct layer_ops {
 	const char *keras; /* the name its variables take, NULL: none */
 	int (*shape)(struct layer *l, int classes, char *why, size_t len);
-	void (*vars)(struct layer *l, struct params *reg, const char *name);
+	void (*vars)(struct layer *l, struct params *reg, const char *name, int trainable);
 	void (*init)(const struct layer *l, struct rng *r, float *host_w);
 	void (*forward)(struct model *m, struct layer *l, const float *x, int rows, int train);
 	void (*backward)(struct model *m, struct layer *l, const float *x, const float *dy,
 			 float *dx, int rows);
 	double (*flops)(const struct layer *l);
+	void (*update_state)(struct model *m, struct layer *l);
 	int in_place; /* backward may write dx over dy; output may alias input */
 };
 
@@ -42,8 +43,10 @@ static int dense_shape(struct layer *l, int classes, char *why, size_t len)
 	return 0;
 }
 
-static void dense_vars(struct layer *l, struct params *reg, const char *name)
+static void dense_vars(struct layer *l, struct params *reg, const char *name, int trainable)
 {
+	if (!trainable)
+		return;
 	char full[PARAM_NAME_LEN];
 	long kdims[2] = {(long)l->in_size, (long)l->out_size}, bdims[1] = {(long)l->out_size};
 	snprintf(full, sizeof(full), "%s/kernel", name);
@@ -198,8 +201,10 @@ static int conv_shape(struct layer *l, int classes, char *why, size_t len)
 	return 0;
 }
 
-static void conv_vars(struct layer *l, struct params *reg, const char *name)
+static void conv_vars(struct layer *l, struct params *reg, const char *name, int trainable)
 {
+	if (!trainable)
+		return;
 	char full[PARAM_NAME_LEN];
 	long k = (long)l->spec.size * l->spec.size * l->in[2];
 	long kdims[2] = {k, l->spec.units}, bdims[1] = {l->spec.units};
@@ -285,6 +290,113 @@ static double pool_flops(const struct layer *l)
 	return (double)l->out_size * l->win.kh * l->win.kw;
 }
 
+/* batchnorm: over the last axis (channels), Keras' defaults. While
+ * training, each channel is normalised with the mean and (biased) variance
+ * of its values in the batch: this rank's rows, or with m->sum (--sync-bn)
+ * every rank's; evaluating, with the moving statistics. After each step
+ * taken the moving statistics follow the batch's: moving = momentum *
+ * moving + (1 - momentum) * batch, the variance's Bessel-corrected (as
+ * PyTorch and Keras' fused kernel do). */
+#define BN_MOMENTUM 0.99f
+#define BN_EPSILON 1e-3f
+
+enum { BN_GAMMA, BN_BETA, BN_MOVING_MEAN, BN_MOVING_VAR };
+
+static int bn_shape(struct layer *l, int classes, char *why, size_t len)
+{
+	memcpy(l->out, l->in, sizeof(l->out));
+	l->aux_size = 5 * (size_t)l->in[2];
+	return 0;
+}
+
+static const char *const bn_suffix[] = {"gamma", "beta", "moving_mean", "moving_variance"};
+
+static void bn_vars(struct layer *l, struct params *reg, const char *name, int trainable)
+{
+	const char *const *suffix = bn_suffix;
+	long dims[1] = {l->in[2]};
+	for (int i = trainable ? BN_GAMMA : BN_MOVING_MEAN; i < (trainable ? 2 : 4); i++) {
+		char full[PARAM_NAME_LEN];
+		snprintf(full, sizeof(full), "%s/%s", name, suffix[i]);
+		l->var[i] = trainable ? params_add(reg, full, 1, dims)
+				      : params_add_state(reg, full, 1, dims);
+	}
+	l->n_vars = trainable ? 2 : 4;
+}
+
+static void bn_init(const struct layer *l, struct rng *r, float *host_w)
+{
+	for (int j = 0; j < l->in[2]; j++)
+		host_w[l->var[BN_GAMMA] + j] = host_w[l->var[BN_MOVING_VAR] + j] = 1.0f;
+}
+
+/* The values each channel's statistics are over: this rank's positions, or
+ * the global batch's under --sync-bn. */
+static double bn_count(const struct model *m, const struct layer *l, int rows)
+{
+	double per_row = (double)l->in[0] * l->in[1];
+	return per_row * (m->sum ? (double)m->global_rows : (double)rows);
+}
+
+static void bn_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+{
+	const struct backend *be = m->be;
+	int C = l->in[2], R = rows * l->in[0] * l->in[1];
+	const float *w = m->w;
+	float *mean = l->aux, *var = l->aux + C;
+	if (!train) {
+		be->bn_forward(be, l->y, x, w + l->var[BN_MOVING_MEAN], w + l->var[BN_MOVING_VAR],
+			       w + l->var[BN_GAMMA], w + l->var[BN_BETA], R, C, BN_EPSILON);
+		return;
+	}
+	/* Two passes (the mean, then the squares about it): exact where a
+	 * sum of squares less the squared sum would cancel. */
+	float inv_n = (float)(1.0 / bn_count(m, l, rows));
+	be->col_moment(be, mean, x, NULL, R, C, inv_n);
+	if (m->sum)
+		m->sum(m->sum_ctx, mean, (size_t)C);
+	be->col_moment(be, var, x, mean, R, C, inv_n);
+	if (m->sum)
+		m->sum(m->sum_ctx, var, (size_t)C);
+	be->bn_forward(be, l->y, x, mean, var, w + l->var[BN_GAMMA], w + l->var[BN_BETA], R, C,
+		       BN_EPSILON);
+	l->aux_rows = rows;
+}
+
+static void bn_backward(struct model *m, struct layer *l, const float *x, const float *dy,
+			float *dx, int rows)
+{
+	const struct backend *be = m->be;
+	int C = l->in[2], R = rows * l->in[0] * l->in[1];
+	float *mean = l->aux, *var = l->aux + C, *sums = l->aux + 2 * C;
+	be->bn_backward_sums(be, sums, dy, x, mean, var, R, C, BN_EPSILON);
+	be->copy(be, m->g + l->var[BN_GAMMA], sums, sizeof(float) * (size_t)C);
+	be->copy(be, m->g + l->var[BN_BETA], sums + C, sizeof(float) * (size_t)C);
+	model_grad_ready(m, l->var[BN_GAMMA], l->var[BN_BETA] + (size_t)C - l->var[BN_GAMMA]);
+	if (!dx)
+		return;
+	if (m->sum) /* the global batch's sums: every rank's values moved its mean */
+		m->sum(m->sum_ctx, sums, 2 * (size_t)C);
+	be->bn_backward(be, dx, dy, x, mean, var, m->w + l->var[BN_GAMMA], sums, R, C, BN_EPSILON,
+			(float)(1.0 / bn_count(m, l, rows)));
+}
+
+static void bn_update_state(struct model *m, struct layer *l)
+{
+	const struct backend *be = m->be;
+	int C = l->in[2];
+	float *mean = l->aux, *var = l->aux + C, *unbiased = l->aux + 4 * C;
+	double n = bn_count(m, l, l->aux_rows);
+	be->ema_update(be, m->w + l->var[BN_MOVING_MEAN], mean, (size_t)C, BN_MOMENTUM);
+	be->copy(be, unbiased, var, sizeof(float) * (size_t)C);
+	be->scale(be, unbiased, (size_t)C, n > 1.0 ? (float)(n / (n - 1.0)) : 1.0f);
+	be->ema_update(be, m->w + l->var[BN_MOVING_VAR], unbiased, (size_t)C, BN_MOMENTUM);
+}
+
+/* Counted as 4 per value: the two passes of statistics and the normalising
+ * multiply-add. */
+static double bn_flops(const struct layer *l) { return 4.0 * (double)l->in_size; }
+
 static const struct layer_ops table[LAYER_KIND_COUNT] = {
 	[LAYER_DENSE] = {.keras = "dense", .shape = dense_shape, .vars = dense_vars,
 			 .init = dense_init, .forward = dense_forward,
@@ -308,17 +420,15 @@ static const struct layer_ops table[LAYER_KIND_COUNT] = {
 			   .backward = flatten_backward, .flops = no_flops, .in_place = 1},
 	[LAYER_DROPOUT] = {.shape = same_shape, .forward = dropout_forward,
 			   .backward = dropout_backward, .flops = no_flops, .in_place = 1},
+	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = bn_shape, .vars = bn_vars,
+			     .init = bn_init, .forward = bn_forward, .backward = bn_backward,
+			     .flops = bn_flops, .update_state = bn_update_state, .in_place = 1},
 };
 
 int layer_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	const struct layer_ops *o = &table[l->spec.kind];
 	l->in_size = (size_t)l->in[0] * l->in[1] * l->in[2];
-	if (!o->shape) {
-		snprintf(why, len, "%s is not available yet in this version",
-			 layer_names[l->spec.kind]);
-		return -1;
-	}
 	if (o->shape(l, classes, why, len))
 		return -1;
 	l->out_size = (size_t)l->out[0] * l->out[1] * l->out[2];
@@ -327,10 +437,16 @@ int layer_shape(struct layer *l, int classes, char *why, size_t len)
 
 const char *layer_keras_name(const struct layer *l) { return table[l->spec.kind].keras; }
 
-void layer_add_vars(struct layer *l, struct params *reg, const char *name)
+void layer_add_vars(struct layer *l, struct params *reg, const char *name, int trainable)
 {
 	if (table[l->spec.kind].vars)
-		table[l->spec.kind].vars(l, reg, name);
+		table[l->spec.kind].vars(l, reg, name, trainable);
+}
+
+void layer_update_state(struct model *m, struct layer *l)
+{
+	if (table[l->spec.kind].update_state)
+		table[l->spec.kind].update_state(m, l);
 }
 
 void layer_init(const struct layer *l, struct rng *r, float *host_w)
@@ -358,3 +474,10 @@ void layer_backward(struct model *m, struct layer *l, const float *x, const floa
 int layer_in_place(const struct layer *l) { return table[l->spec.kind].in_place; }
 
 double layer_flops(const struct layer *l) { return table[l->spec.kind].flops(l); }
+
+int layer_var_is_state(const char *name)
+{
+	const char *last = strrchr(name, '/');
+	last = last ? last + 1 : name;
+	return !strcmp(last, bn_suffix[BN_MOVING_MEAN]) || !strcmp(last, bn_suffix[BN_MOVING_VAR]);
+}

@@ -161,6 +161,23 @@ MT_FN float win_pool_bwd(const float *dy, const float *x, const struct window *w
 	return sum;
 }
 
+/* Batch normalization over channel j, from its mean and variance (the
+ * batch's while training, the moving ones when evaluating):
+ *   invstd = 1 / sqrt(var + eps)      xhat = (x - mean) * invstd
+ *   y = gamma * xhat + beta
+ * and, backward, with dgamma = sum dy * xhat and dbeta = sum dy over the N
+ * values the statistics came from:
+ *   dx = gamma * invstd * (dy - (dbeta + xhat * dgamma) / N) */
+MT_FN float bn_invstd(float var, float eps) { return 1.0f / sqrtf(var + eps); }
+
+MT_FN float bn_xhat(float x, float mean, float invstd) { return (x - mean) * invstd; }
+
+MT_FN float bn_dx(float dy, float xhat, float gamma, float invstd, float dgamma, float dbeta,
+		  float inv_n)
+{
+	return gamma * invstd * (dy - (dbeta + xhat * dgamma) * inv_n);
+}
+
 /* act(x): relu, gelu (exact, erf form as in PyTorch), tanh. */
 MT_FN float act_fwd(enum act_kind act, float x)
 {

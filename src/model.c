@@ -50,11 +50,13 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
 	params_init(&m->reg);
 	/* Keras' per-kind counters: dense, dense_1, conv2d, conv2d_1, ... */
 	const char *names[MODEL_MAX_LAYERS];
+	char var_names[MODEL_MAX_LAYERS][PARAM_NAME_LEN];
 	int counts[MODEL_MAX_LAYERS] = {0}, kinds = 0, has_vars = 0;
 	const int *shape = in;
 	for (int i = 0; i < n; i++) {
 		struct layer *l = &m->layer[i];
-		char why[160], name[PARAM_NAME_LEN];
+		char why[160];
+		var_names[i][0] = 0;
 		l->spec = spec[i];
 		memcpy(l->in, shape, sizeof(l->in));
 		if (layer_shape(l, classes, why, sizeof(why)))
@@ -72,8 +74,8 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
 				k++;
 			if (k == kinds)
 				names[kinds++] = keras;
-			params_layer_name(keras, counts[k]++, name, sizeof(name));
-			layer_add_vars(l, &m->reg, name);
+			params_layer_name(keras, counts[k]++, var_names[i], sizeof(var_names[i]));
+			layer_add_vars(l, &m->reg, var_names[i], 1);
 			has_vars = 1;
 		}
 		if (l->out_size > m->max_width)
@@ -82,6 +84,10 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
 			m->max_cols = l->cols_size;
 		shape = l->out;
 	}
+	/* The non-trainable variables after every trainable one (params.h). */
+	for (int i = 0; i < n; i++)
+		if (var_names[i][0])
+			layer_add_vars(&m->layer[i], &m->reg, var_names[i], 0);
 	const struct layer *last = &m->layer[n - 1];
 	if (last->out_size != (size_t)classes)
 		return user_error("--model: the last layer (%d, %s) gives %zu values per row; the "
@@ -105,10 +111,14 @@ double model_bytes(const struct model *m, int max_rows)
 {
 	double R = max_rows,
 	       per_row = m->in_dim + 2.0 * m->classes + 2.0 * m->max_width + 1 + m->max_cols;
-	for (int i = 0; i < m->n_layers; i++)
+	double aux = 0;
+	for (int i = 0; i < m->n_layers; i++) {
 		if (layer_owns_output(&m->layer[i]))
 			per_row += (double)m->layer[i].out_size;
-	return 4.0 * (2.0 * (double)m->reg.total + R * per_row); /* w, g; x, y, outputs, scratch */
+		aux += (double)m->layer[i].aux_size;
+	}
+	/* w, g, the layers' own; x, y, outputs, scratch */
+	return 4.0 * (2.0 * (double)m->reg.total + aux + R * per_row);
 }
 
 void model_alloc(struct model *m, const struct backend *be, int max_rows)
@@ -125,6 +135,7 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 		struct layer *l = &m->layer[i];
 		l->y = layer_owns_output(l) ? be->alloc(be, R * l->out_size * sizeof(float))
 					    : (float *)in;
+		l->aux = l->aux_size ? be->alloc(be, l->aux_size * sizeof(float)) : NULL;
 		in = l->y;
 	}
 	m->dlogits = be->alloc(be, R * m->classes * sizeof(float));
@@ -143,9 +154,11 @@ void model_free(struct model *m)
 	be->free(be, m->g);
 	be->free(be, m->x);
 	be->free(be, m->y);
-	for (int i = 0; i < m->n_layers; i++)
+	for (int i = 0; i < m->n_layers; i++) {
 		if (layer_owns_output(&m->layer[i]))
 			be->free(be, m->layer[i].y);
+		be->free(be, m->layer[i].aux);
+	}
 	be->free(be, m->dlogits);
 	be->free(be, m->scratch[0]);
 	be->free(be, m->scratch[1]);
@@ -201,6 +214,19 @@ void model_set_batch_async(struct model *m, const float *x, const int32_t *y, in
 {
 	m->be->copy_in_async(m->be, m->x, x, (size_t)rows * m->in_dim * sizeof(float));
 	m->be->copy_in_async(m->be, m->y, y, (size_t)rows * sizeof(int32_t));
+}
+
+void model_sync_bn(struct model *m, sum_fn sum, void *ctx, long global_rows)
+{
+	m->sum = sum;
+	m->sum_ctx = ctx;
+	m->global_rows = global_rows;
+}
+
+void model_update_state(struct model *m)
+{
+	for (int i = 0; i < m->n_layers; i++)
+		layer_update_state(m, &m->layer[i]);
 }
 
 void model_set_position(struct model *m, long step, long row0)

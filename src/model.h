@@ -3,7 +3,8 @@
  * variables live in one flat buffer described by the parameter registry.
  *
  * Letters: R rows in a batch (at most max_rows), D input values per row
- * (H * W * C), C classes, P parameter count. */
+ * (H * W * C), C classes, P variables' values, T of them trainable (the
+ * first T: params.h). */
 #pragma once
 #include <stdint.h>
 
@@ -17,6 +18,9 @@
 /* Called by model_backward with each layer's gradients (its variables,
  * adjacent in g) as soon as they are final, last layer first. */
 typedef void (*grad_ready_fn)(void *ctx, float *g, size_t n);
+/* Sums buf (n, backend memory) over every rank, in place, before it
+ * returns (--sync-bn's statistics). */
+typedef void (*sum_fn)(void *ctx, float *buf, size_t n);
 
 struct model {
 	const struct backend *be;
@@ -30,12 +34,16 @@ struct model {
 	uint64_t seed;         /* dropout masks' */
 	long step, row0;       /* the batch's global step and first row in the
 				* global batch (dropout masks) */
+	sum_fn sum;            /* batchnorm's global statistics, NULL: each
+				* rank's own (model_sync_bn) */
+	void *sum_ctx;
+	long global_rows;      /* rows of the global batch, e.g. 128 */
 	grad_ready_fn ready;   /* model_backward's listener */
 	void *ready_ctx;
 
 	/* Backend memory, allocated by model_alloc. */
 	float *w;              /* (P) variables */
-	float *g;              /* (P) gradients */
+	float *g;              /* (P) gradients; [T, P) stays 0 */
 	float *x;              /* (R, D) input batch */
 	int32_t *y;            /* (R) labels */
 	float *dlogits;        /* (R, C) */
@@ -80,6 +88,12 @@ void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows
 /* The same from the backend's alloc_host memory, without waiting: x and y
  * must stay unchanged until the backend has done this step's ops. */
 void model_set_batch_async(struct model *m, const float *x, const int32_t *y, int rows);
+/* --sync-bn: batchnorm layers normalise with the statistics of the global
+ * batch of global_rows rows, summed over ranks by sum. */
+void model_sync_bn(struct model *m, sum_fn sum, void *ctx, long global_rows);
+/* After a step that was taken: the non-trainable variables follow the
+ * batch it trained on (batchnorm's moving statistics). */
+void model_update_state(struct model *m);
 /* Where the loaded rows are: the global step being trained and their first
  * row in the global batch (the dropout masks' key). */
 void model_set_position(struct model *m, long step, long row0);

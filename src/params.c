@@ -7,11 +7,14 @@
 
 void params_init(struct params *reg) { memset(reg, 0, sizeof(*reg)); }
 
-size_t params_add(struct params *reg, const char *name, int ndim, const long *dims)
+static size_t add(struct params *reg, const char *name, int ndim, const long *dims,
+		  int trainable)
 {
-	if (reg->n == PARAM_MAX || params_find(reg, name) || ndim < 1 || ndim > 2)
+	if (reg->n == PARAM_MAX || params_find(reg, name) || ndim < 1 || ndim > 2 ||
+	    (trainable && reg->n > reg->n_trainable))
 		check_fail("mtrain", "params_add", name, __FILE__, __LINE__);
 	struct param *p = &reg->p[reg->n++];
+	p->trainable = trainable;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->ndim = ndim;
 	p->size = 1;
@@ -21,7 +24,21 @@ size_t params_add(struct params *reg, const char *name, int ndim, const long *di
 	}
 	p->offset = (reg->total + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
 	reg->total = p->offset + p->size;
+	if (trainable) {
+		reg->n_trainable = reg->n;
+		reg->trainable = reg->total;
+	}
 	return p->offset;
+}
+
+size_t params_add(struct params *reg, const char *name, int ndim, const long *dims)
+{
+	return add(reg, name, ndim, dims, 1);
+}
+
+size_t params_add_state(struct params *reg, const char *name, int ndim, const long *dims)
+{
+	return add(reg, name, ndim, dims, 0);
 }
 
 size_t params_count(const struct params *reg)

@@ -1,8 +1,11 @@
-/* The parameter registry: every trainable variable's canonical name (TF/Keras
- * style, "dense/kernel", "dense_1/bias"), shape and place in the flat
- * parameter buffer. Gradients, optimizer slots and EMA shadows use the same
- * layout, so each is one allocation and each update is one flat pass. No name
- * ever carries a replica index: every rank builds the same registry. */
+/* The parameter registry: every variable's canonical name (TF/Keras style,
+ * "dense/kernel", "dense_1/bias", "batch_normalization/moving_mean"), shape
+ * and place in the flat parameter buffer. Trainable variables come first
+ * (offsets [0, T)), then the non-trainable ones (batch norm's moving
+ * statistics, [T, P)): gradients, optimizer slots and EMA shadows cover
+ * [0, T) with the same layout, so each is one allocation and each update is
+ * one flat pass. No name ever carries a replica index: every rank builds the
+ * same registry. */
 #pragma once
 #include <stddef.h>
 
@@ -18,19 +21,25 @@ struct param {
 	long shape[2];             /* e.g. {256, 256} */
 	size_t offset;             /* first element in the flat buffer */
 	size_t size;               /* elements, shape[0] * shape[1] */
+	int trainable;             /* 1, or 0 for a non-trainable variable */
 };
 
 struct params {
 	int n;                     /* registered variables */
 	struct param p[PARAM_MAX];
 	size_t total;              /* P: elements over all variables */
+	int n_trainable;           /* p[0, n_trainable) are the trainable ones */
+	size_t trainable;          /* T: their end in the flat buffer (<= P) */
 };
 
 /* Empties the registry. */
 void params_init(struct params *reg);
-/* Registers name with shape dims[0..ndim); returns its offset. Aborts on a
- * duplicate name or a full registry (programming errors). */
+/* Registers the trainable variable name with shape dims[0..ndim); returns
+ * its offset. Aborts on a duplicate name, a full registry or a trainable
+ * variable after a non-trainable one (programming errors). */
 size_t params_add(struct params *reg, const char *name, int ndim, const long *dims);
+/* The same for a non-trainable variable: after every trainable one. */
+size_t params_add_state(struct params *reg, const char *name, int ndim, const long *dims);
 /* Trainable values over all variables (P less the alignment padding). */
 size_t params_count(const struct params *reg);
 /* The variable called name, or NULL. */

@@ -14,8 +14,9 @@ void state_init(struct state *s, const struct backend *be, const struct params *
 {
 	memset(s, 0, sizeof(*s));
 	s->be = be;
-	s->n = reg->total;
 	s->kinds = 2 + (o ? o->n_slots : 0);
+	for (int k = 0; k < s->kinds; k++)
+		s->n[k] = k ? reg->trainable : reg->total;
 	s->live[0] = w;
 	s->live[1] = shadow;
 	const char *suffix[STATE_KINDS] = {NULL, EMA_SUFFIX};
@@ -24,10 +25,10 @@ void state_init(struct state *s, const struct backend *be, const struct params *
 		suffix[k] = o->slot_suffix[k - 2];
 	}
 	for (int k = 0; host_staging && k < s->kinds; k++)
-		s->host[k] = xcalloc(s->n, sizeof(float));
+		s->host[k] = xcalloc(s->n[k], sizeof(float));
 	s->vars = xcalloc((size_t)(s->kinds * reg->n), sizeof(*s->vars));
 	for (int k = 0; k < s->kinds; k++)
-		for (int i = 0; i < reg->n; i++) {
+		for (int i = 0; i < (k ? reg->n_trainable : reg->n); i++) {
 			struct ckpt_var *v = &s->vars[s->n_vars++];
 			const struct param *p = &reg->p[i];
 			if (suffix[k])
@@ -55,7 +56,7 @@ int state_save(struct state *s, struct ckpt_meta *meta, const char *dir, int kee
 	int failed = 0;
 	if (c->rank == 0) {
 		for (int k = 0; k < s->kinds; k++)
-			s->be->copy_out(s->be, s->host[k], *s->live[k], s->n * sizeof(float));
+			s->be->copy_out(s->be, s->host[k], *s->live[k], s->n[k] * sizeof(float));
 		time_t secs = time(NULL);
 		strftime(meta->created, sizeof(meta->created), "%Y-%m-%dT%H:%M:%SZ",
 			 gmtime(&secs));
@@ -82,8 +83,8 @@ void state_send(struct state *s, struct comm *c)
 {
 	for (int k = 0; k < s->kinds; k++) {
 		if (c->rank == 0)
-			s->be->copy_in(s->be, *s->live[k], s->host[k], s->n * sizeof(float));
-		c->ops->bcast(c, *s->live[k], s->n, 0);
+			s->be->copy_in(s->be, *s->live[k], s->host[k], s->n[k] * sizeof(float));
+		c->ops->bcast(c, *s->live[k], s->n[k], 0);
 	}
 }
 

@@ -27,14 +27,16 @@ struct state {
 				    * (ema_swap moves them): w, shadow, slots */
 	float *host[STATE_KINDS];  /* (P) each, rank 0's staging, else NULL */
 	int kinds;                 /* 2 + optimizer slots, e.g. 4 for Adam */
-	size_t n;                  /* P */
+	size_t n[STATE_KINDS];     /* values of each: P for w, T for the others
+				    * (trainable variables only: params.h) */
 	struct ckpt_var *vars;     /* (kinds * variables) into host */
 	int n_vars;
 };
 
-/* Describes reg's variables (their buffer kept at *w), their shadows
- * (*shadow) and the slots of o (NULL: none, as for evaluation) by their
- * canonical names, with host staging when host_staging (rank 0). */
+/* Describes reg's variables (their buffer kept at *w), the shadows
+ * (*shadow) and the slots of o (NULL: none, as for evaluation) of the
+ * trainable ones, by their canonical names, with host staging when
+ * host_staging (rank 0). */
 void state_init(struct state *s, const struct backend *be, const struct params *reg,
 		float **w, float **shadow, const struct optim *o, int host_staging);
 void state_free(struct state *s);

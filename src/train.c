@@ -53,6 +53,9 @@ struct trainer {
 	int lock;                     /* rank 0: --ckpt-dir's lock, or -1 */
 	int bad_in_row;               /* steps skipped in a row (NaN/Inf) */
 	float *replica_host;          /* (P) --check-replicas scratch, or NULL */
+	int stats_apart;              /* the ranks' moving statistics may differ
+				       * (local batchnorm statistics, a step
+				       * since the last mean_moving_stats) */
 	struct test_fault fault;      /* a test's (MTRAIN_TEST_FAULT), or none */
 	long skipped;                 /* steps skipped in all */
 };
@@ -94,10 +97,38 @@ static int check_replicas(struct trainer *t, int shadows)
 					  "EMA shadows", step, t->comm));
 }
 
+/* Each rank's non-trainable variables (the moving statistics of batchnorm
+ * with each rank's own batch statistics) = their mean over the ranks: one
+ * copy under one name, whichever rank writes or evaluates. */
+static void mean_moving_stats(struct trainer *t)
+{
+	if (t->stats_apart)
+		ema_mean_state(&t->ema, t->model.w, t->comm);
+	t->stats_apart = 0;
+}
+
+/* Rank 0's EMA shadows on every rank, and the moving statistics averaged. */
+static void sync_replicas(struct trainer *t)
+{
+	ema_sync(&t->ema, t->comm);
+	mean_moving_stats(t);
+}
+
+/* --sync-bn's sum over ranks (sum_fn). Gradient buckets in flight are
+ * completed first: the MPI plane joins adjacent buffers into one call, and
+ * buf is not a gradient. */
+static void sum_over_ranks(void *comm, float *buf, size_t n)
+{
+	struct comm *c = comm;
+	c->ops->allreduce_wait(c);
+	c->ops->allreduce_start(c, buf, n);
+	c->ops->allreduce_wait(c);
+}
+
 static int save_checkpoint(struct trainer *t)
 {
 	const struct config *cfg = t->cfg;
-	ema_sync(&t->ema, t->comm);
+	sync_replicas(t);
 	if (check_replicas(t, 1))
 		return -1; /* no checkpoint of replicas that disagree */
 	struct ckpt_meta m = {
@@ -176,13 +207,15 @@ static int train_step(struct trainer *t, struct progress *p)
 	t->t.data += t3b - t3;
 	c->ops->allreduce_wait(c);
 	double t4 = mark(t);
-	if (m->be->nonfinite(m->be, m->g, m->reg.total)) {
+	if (m->be->nonfinite(m->be, m->g, m->reg.trainable)) {
 		skip_step(t, p);
 		return 0;
 	}
 	t->bad_in_row = 0;
 	float lr = optim_lr(cfg, t->at.global_step, t->total_steps);
 	optim_step(&t->optim, m->w, m->g, t->at.global_step + 1, lr);
+	model_update_state(m);
+	t->stats_apart = m->reg.total > m->reg.trainable && !cfg->sync_bn && c->size > 1;
 	t->at.global_step++;
 	c->step = t->at.global_step; /* for other ranks' roll calls */
 	fault_inject(&t->fault, t->be, t->model.w, t->comm->rank, t->at.global_step);
@@ -190,7 +223,7 @@ static int train_step(struct trainer *t, struct progress *p)
 	ema_update(&t->ema, m->w, t->at.global_step);
 	double t5b = mark(t), t6 = t5b;
 	if (t->at.global_step % cfg->ema_sync_every == 0) {
-		ema_sync(&t->ema, c);
+		sync_replicas(t);
 		t6 = mark(t);
 	}
 	long s = t->at.global_step;
@@ -240,15 +273,18 @@ static int build(struct trainer *t, int max_rows)
 	model_alloc(&t->model, be, max_rows);
 	if (agree_registry(&t->model.reg, c))
 		return -1;
-	size_t P = t->model.reg.total;
-	optim_init(&t->optim, be, cfg, P);
+	size_t P = t->model.reg.total, T = t->model.reg.trainable;
+	optim_init(&t->optim, be, cfg, T);
+	if (cfg->sync_bn)
+		model_sync_bn(&t->model, sum_over_ranks, c, cfg->batch);
 	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size);
 	float *init = xmalloc(sizeof(float) * P);
 	model_glorot(&t->model, cfg->seed, init);
 	be->copy_in(be, t->model.w, init, P * sizeof(float));
 	free(init);
 	c->ops->bcast(c, t->model.w, P, 0);
-	ema_init(&t->ema, be, t->model.w, P, cfg->ema_decay, cfg->ema_num_updates, c->rank == 0);
+	ema_init(&t->ema, be, t->model.w, T, P, cfg->ema_decay, cfg->ema_num_updates,
+		 c->rank == 0);
 	state_init(&t->state, be, &t->model.reg, &t->model.w, &t->ema.shadow, &t->optim,
 		   c->rank == 0);
 	eval_init(&t->evaluator, &t->eval, &t->model);
@@ -348,8 +384,10 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 		return 0;
 	t->be->synchronize(t->be); /* pending steps count as training */
 	double t0 = log_now();
-	if (eval)
+	if (eval) {
+		mean_moving_stats(t);
 		eval_report(&t->evaluator, &t->model, &t->ema, step, shown, c);
+	}
 	double t1 = log_now();
 	if (ckpt && save_checkpoint(t))
 		return -1;

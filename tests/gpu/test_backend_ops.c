@@ -128,6 +128,41 @@ static void check_windows(void)
 	release(x), release(c), release(dc), release(dx);
 }
 
+/* Batch normalization's ops on many rows (every position of a batch) and a
+ * channel count that is not a multiple of the GPU's block. */
+static void check_batchnorm(void)
+{
+	const int rows = 5000, cols = 37;
+	size_t n = (size_t)rows * cols;
+	struct pair x = random_pair(n, -2, 3), mean = random_pair(cols, 0, 1);
+	struct pair var = random_pair(cols, 0, 1), gamma = random_pair(cols, 0.5f, 1.5f);
+	struct pair beta = random_pair(cols, -1, 1), y = random_pair(n, 0, 1);
+	struct pair dy = random_pair(n, -1, 1), sums = random_pair(2 * (size_t)cols, 0, 1);
+	struct pair dx = random_pair(n, 0, 1);
+	cpu->col_moment(cpu, mean.c, x.c, NULL, rows, cols, 1.0f / rows);
+	gpu->col_moment(gpu, mean.g, x.g, NULL, rows, cols, 1.0f / rows);
+	EXPECT_CLOSE(mean, TOL_FP32, "col_moment mean");
+	cpu->col_moment(cpu, var.c, x.c, mean.c, rows, cols, 1.0f / rows);
+	gpu->col_moment(gpu, var.g, x.g, mean.g, rows, cols, 1.0f / rows);
+	EXPECT_CLOSE(var, TOL_FP32, "col_moment variance");
+	cpu->bn_forward(cpu, y.c, x.c, mean.c, var.c, gamma.c, beta.c, rows, cols, 1e-3f);
+	gpu->bn_forward(gpu, y.g, x.g, mean.g, var.g, gamma.g, beta.g, rows, cols, 1e-3f);
+	EXPECT_CLOSE(y, TOL_FP32, "bn_forward");
+	cpu->bn_backward_sums(cpu, sums.c, dy.c, x.c, mean.c, var.c, rows, cols, 1e-3f);
+	gpu->bn_backward_sums(gpu, sums.g, dy.g, x.g, mean.g, var.g, rows, cols, 1e-3f);
+	EXPECT_CLOSE(sums, TOL_FP32, "bn_backward_sums");
+	cpu->bn_backward(cpu, dx.c, dy.c, x.c, mean.c, var.c, gamma.c, sums.c, rows, cols, 1e-3f,
+			 1.0f / rows);
+	gpu->bn_backward(gpu, dx.g, dy.g, x.g, mean.g, var.g, gamma.g, sums.g, rows, cols, 1e-3f,
+			 1.0f / rows);
+	EXPECT_CLOSE(dx, TOL_FP32, "bn_backward");
+	cpu->scale(cpu, dx.c, n, 0.37f);
+	gpu->scale(gpu, dx.g, n, 0.37f);
+	EXPECT_CLOSE(dx, TOL_FP32, "scale");
+	release(x), release(mean), release(var), release(gamma), release(beta), release(y);
+	release(dy), release(sums), release(dx);
+}
+
 static void check_elementwise(void)
 {
 	const int rows = 67, cols = 130;
@@ -253,6 +288,7 @@ int main(void)
 	check_matmul(PRECISION_FP32, TOL_FP32);
 	check_matmul(PRECISION_BF16, TOL_BF16);
 	check_elementwise();
+	check_batchnorm();
 	check_xent();
 	check_optim_ema();
 	return unit_done("test_backend_ops");

@@ -3,8 +3,16 @@
  *   ckpt_compare A B [RTOL]   same variables; RTOL absent: bitwise equal
  *                             values, else max |a-b| / max(|a|,|b|,1e-3) <= RTOL;
  *                             a NaN or infinity anywhere is a difference
- *   ckpt_compare --names A    exactly one ExponentialMovingAverage shadow per
- *                             trainable variable, Keras-style names, no
+ *   ckpt_compare --norm A B RTOL   normwise per variable: max |a-b| /
+ *                             max(|a|, |b|) over all its values <= RTOL (the
+ *                             GPU tests' measure: a value near 0 is judged
+ *                             against its variable's scale, not its own)
+ *   ckpt_compare --names A    Keras-style names (dense, conv2d and
+ *                             batch_normalization layers), exactly one
+ *                             ExponentialMovingAverage shadow per trainable
+ *                             variable, none for the non-trainable moving
+ *                             statistics, exactly one moving_mean and
+ *                             moving_variance per batch-norm layer, no
  *                             replica index anywhere
  *   ckpt_compare --ema-step A B DECAY   B is one step after A: every shadow
  *                             of B is A's moved by TF's rule with B's global
@@ -28,8 +36,12 @@ static const struct ckpt_var *find(const struct ckpt_var *v, int n, const char *
 	return NULL;
 }
 
-static int compare(const char *pa, const char *pb, double rtol, int exact)
+/* How compare measures a difference. */
+enum measure { BITWISE, ELEMENTWISE, NORMWISE };
+
+static int compare(const char *pa, const char *pb, double rtol, enum measure how)
 {
+	int exact = how == BITWISE;
 	struct ckpt_var *a, *b;
 	struct ckpt_meta ma, mb;
 	int na, nb, bad = 0;
@@ -55,7 +67,7 @@ static int compare(const char *pa, const char *pb, double rtol, int exact)
 			bad = 1;
 			continue;
 		}
-		double worst = 0;
+		double worst = 0, diff = 0, size = 0;
 		size_t n = ckpt_var_cells(&a[i]), not_finite = 0;
 		if (exact && memcmp(a[i].data, vb->data, n * sizeof(float)))
 			worst = INFINITY;
@@ -66,16 +78,23 @@ static int compare(const char *pa, const char *pb, double rtol, int exact)
 				continue;
 			}
 			double scale = fmax(fmax(fabs(x), fabs(y)), 1e-3);
-			if (!exact)
+			if (how == ELEMENTWISE)
 				worst = fmax(worst, fabs(x - y) / scale);
+			diff = fmax(diff, fabs(x - y));
+			size = fmax(size, fmax(fabs(x), fabs(y)));
 		}
+		if (how == NORMWISE)
+			worst = size > 0 ? diff / size : diff;
 		/* A diverged run is never "the same" as anything, itself included. */
 		if (not_finite) {
 			fprintf(stderr, "%s: %zu values are NaN or infinite\n", a[i].name, not_finite);
 			bad = 1;
 		} else if (worst > rtol) {
 			fprintf(stderr, "%s: differs (%s %g)\n", a[i].name,
-				exact ? "not bitwise equal" : "max relative difference", worst);
+				exact ? "not bitwise equal"
+				      : how == NORMWISE ? "normwise relative difference"
+							: "max relative difference",
+				worst);
 			bad = 1;
 		}
 	}
@@ -98,18 +117,62 @@ static int is_slot(const char *name)
 	return 0;
 }
 
+/* The canonical variables: the Keras layer name (before any _K) and the
+ * variable, and whether it is trainable. */
+static const struct {
+	const char *layer, *var;
+	int trainable;
+} canonical[] = {
+	{"dense", "kernel", 1},
+	{"dense", "bias", 1},
+	{"conv2d", "kernel", 1},
+	{"conv2d", "bias", 1},
+	{"batch_normalization", "gamma", 1},
+	{"batch_normalization", "beta", 1},
+	{"batch_normalization", "moving_mean", 0},
+	{"batch_normalization", "moving_variance", 0},
+};
+
+/* The canonical entry name is, or -1: "<layer>[_K]/<var>". */
+static int canonical_of(const char *name)
+{
+	char layer[64], var[64];
+	if (sscanf(name, "%63[^/]/%63s", layer, var) != 2)
+		return -1;
+	for (size_t i = 0; i < sizeof(canonical) / sizeof(canonical[0]); i++) {
+		size_t len = strlen(canonical[i].layer);
+		const char *k = layer + len;
+		if (strncmp(layer, canonical[i].layer, len) || strcmp(var, canonical[i].var))
+			continue;
+		if (!*k || (k[0] == '_' && k[1] && strspn(k + 1, "0123456789") == strlen(k + 1)))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* How many of v are called "<prefix><suffix>". */
+static int count_named(const struct ckpt_var *v, int n, const char *prefix, const char *suffix)
+{
+	char want[CKPT_NAME_LEN + 32];
+	snprintf(want, sizeof(want), "%s%s", prefix, suffix);
+	int found = 0;
+	for (int j = 0; j < n; j++)
+		found += !strcmp(v[j].name, want);
+	return found;
+}
+
 static int check_names(const char *path)
 {
 	struct ckpt_var *v;
 	struct ckpt_meta m;
-	int n, bad = 0, trainable = 0, shadows = 0;
+	int n, bad = 0, trainable = 0, shadows = 0, moving = 0;
 	if (ckpt_read_all(path, &v, &n, &m)) {
 		fprintf(stderr, "ckpt_compare: %s\n", user_error_text());
 		return 1;
 	}
 	for (int i = 0; i < n; i++) {
 		const char *name = v[i].name;
-		char layer[64], kind[64];
+		char layer[64];
 		if (strstr(name, "replica")) {
 			fprintf(stderr, "%s: name carries a replica index\n", name);
 			bad = 1;
@@ -118,29 +181,48 @@ static int check_names(const char *path)
 			shadows += strstr(name, "/ExponentialMovingAverage") != NULL;
 			continue;
 		}
-		/* A trainable variable: dense[_k]/kernel or dense[_k]/bias. */
-		if (sscanf(name, "%63[^/]/%63s", layer, kind) != 2 ||
-		    strncmp(layer, "dense", 5) || (strcmp(kind, "kernel") && strcmp(kind, "bias"))) {
+		int c = canonical_of(name);
+		if (c < 0) {
 			fprintf(stderr, "%s: not a canonical variable name\n", name);
 			bad = 1;
+			continue;
+		}
+		int found = count_named(v, n, name, "/ExponentialMovingAverage");
+		if (!canonical[c].trainable) {
+			/* moving statistics: no shadow, no slots (is_slot above
+			 * counted a stray shadow; this names it) */
+			moving++;
+			if (found || count_named(v, n, name, "/Adam") ||
+			    count_named(v, n, name, "/Momentum")) {
+				fprintf(stderr, "%s: a non-trainable variable with a shadow or slot\n",
+					name);
+				bad = 1;
+			}
+			continue;
 		}
 		trainable++;
-		char shadow[CKPT_NAME_LEN + 32];
-		snprintf(shadow, sizeof(shadow), "%s/ExponentialMovingAverage", name);
-		int found = 0;
-		for (int j = 0; j < n; j++)
-			found += !strcmp(v[j].name, shadow);
 		if (found != 1) {
-			fprintf(stderr, "%s: %d shadows named %s\n", name, found, shadow);
+			fprintf(stderr, "%s: %d shadows named %s/ExponentialMovingAverage\n", name,
+				found, name);
 			bad = 1;
+		}
+		/* A batch-norm layer: one moving mean and one moving variance. */
+		if (!strcmp(canonical[c].var, "gamma")) {
+			snprintf(layer, sizeof(layer), "%.*s", (int)(strchr(name, '/') - name), name);
+			if (count_named(v, n, layer, "/moving_mean") != 1 ||
+			    count_named(v, n, layer, "/moving_variance") != 1) {
+				fprintf(stderr, "%s: not exactly one moving_mean and moving_variance\n",
+					layer);
+				bad = 1;
+			}
 		}
 	}
 	if (shadows != trainable) {
 		fprintf(stderr, "%d shadows for %d trainable variables\n", shadows, trainable);
 		bad = 1;
 	}
-	printf("%s: %d trainable variables, %d shadows, names %s\n", path, trainable, shadows,
-	       bad ? "WRONG" : "canonical");
+	printf("%s: %d trainable variables, %d shadows, %d moving statistics, names %s\n", path,
+	       trainable, shadows, moving, bad ? "WRONG" : "canonical");
 	ckpt_free_vars(v, n);
 	free(m.config);
 	return bad || trainable == 0;
@@ -200,8 +282,12 @@ int main(int argc, char **argv)
 		return check_ema_step(argv[2], argv[3], atof(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "--names"))
 		return check_names(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "--norm"))
+		return compare(argv[2], argv[3], atof(argv[4]), NORMWISE);
 	if (argc == 3 || argc == 4)
-		return compare(argv[1], argv[2], argc == 4 ? atof(argv[3]) : 0.0, argc == 3);
-	fprintf(stderr, "usage: ckpt_compare A B [RTOL] | --names A | --ema-step A B DECAY\n");
+		return compare(argv[1], argv[2], argc == 4 ? atof(argv[3]) : 0.0,
+			       argc == 3 ? BITWISE : ELEMENTWISE);
+	fprintf(stderr, "usage: ckpt_compare A B [RTOL] | --norm A B RTOL | --names A | "
+			"--ema-step A B DECAY\n");
 	return 2;
 }

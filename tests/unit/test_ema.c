@@ -36,7 +36,7 @@ static void check_shadow_sequence(const struct backend *be)
 	float *w = be->alloc(be, sizeof(w0));
 	be->copy_in(be, w, w0, sizeof(w0));
 	struct ema e;
-	ema_init(&e, be, w, 2, 0.999f, 1, 1);
+	ema_init(&e, be, w, 2, 2, 0.999f, 1, 1);
 	EXPECT(e.shadow != w);
 	float s[2];
 	be->copy_out(be, s, e.shadow, sizeof(s));
@@ -57,7 +57,7 @@ static void check_shadow_sequence(const struct backend *be)
 	/* A moving target with a fixed decay 0.5 (num_updates off):
 	 *   shadow {1, 2}, w {3, -2}: {2, 0}; then w {4, 4}: {3, 2} */
 	be->copy_in(be, w, w0, sizeof(w0));
-	ema_init(&e, be, w, 2, 0.5f, 0, 1);
+	ema_init(&e, be, w, 2, 2, 0.5f, 0, 1);
 	const float w1[2] = {3.0f, -2.0f}, w2[2] = {4.0f, 4.0f};
 	be->copy_in(be, w, w1, sizeof(w1));
 	ema_update(&e, w, 1);
@@ -80,7 +80,7 @@ static void check_non_owner(const struct backend *be)
 	float *w = be->alloc(be, sizeof(w0));
 	be->copy_in(be, w, w0, sizeof(w0));
 	struct ema e;
-	ema_init(&e, be, w, 2, 0.999f, 1, 0);
+	ema_init(&e, be, w, 2, 2, 0.999f, 1, 0);
 	be->copy_in(be, w, zero, sizeof(zero));
 	for (long t = 1; t <= 3; t++)
 		ema_update(&e, w, t);
@@ -98,7 +98,7 @@ static void check_swap(const struct backend *be)
 	float *w = be->alloc(be, sizeof(w0));
 	be->copy_in(be, w, w0, sizeof(w0));
 	struct ema e;
-	ema_init(&e, be, w, 2, 0.999f, 1, 1);
+	ema_init(&e, be, w, 2, 2, 0.999f, 1, 1);
 	be->copy_in(be, w, w1, sizeof(w1));
 	float *orig_w = w, *orig_shadow = e.shadow;
 

@@ -7,6 +7,7 @@
 #include "unit.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define IN 5
 #define MAX_IN 64
@@ -104,7 +105,9 @@ static void check_model_in(const char *desc, const int in[3], uint64_t seed)
 
 	int checked = 0, skipped = 0;
 	double max_fd = 0.0;
-	for (int i = 0; i < m.reg.n; i++) {
+	/* The trainable variables: the loss in training mode does not read
+	 * the others (batchnorm's moving statistics). */
+	for (int i = 0; i < m.reg.n_trainable; i++) {
 		const struct param *p = &m.reg.p[i];
 		for (size_t j = 0; j < p->size; j++) {
 			size_t k = p->offset + j;
@@ -154,6 +157,69 @@ static void check_model_in(const char *desc, const int in[3], uint64_t seed)
 	free(plus);
 	free(minus);
 	free(g);
+	free(w);
+	model_free(&m);
+}
+
+/* batchnorm's moving statistics after a step: momentum 0.99 towards the
+ * batch's mean and its Bessel-corrected variance; evaluation normalises
+ * with them. */
+static void check_bn_moving(const struct backend *be)
+{
+	struct layer_spec spec[2];
+	int n = 0;
+	struct model m;
+	const int in[3] = {1, 1, IN};
+	EXPECT(layer_spec_parse("batchnorm,dense", "test", spec, 2, &n) == 0);
+	EXPECT(model_plan(&m, spec, n, in, CLASSES, 1) == 0);
+	model_alloc(&m, be, ROWS);
+	EXPECT(m.reg.n == 6 && m.reg.n_trainable == 4); /* gamma, beta, kernel, bias */
+	EXPECT(!strcmp(m.reg.p[0].name, "batch_normalization/gamma"));
+	EXPECT(!strcmp(m.reg.p[4].name, "batch_normalization/moving_mean"));
+	EXPECT(!strcmp(m.reg.p[5].name, "batch_normalization/moving_variance"));
+	EXPECT(m.reg.trainable <= m.reg.p[4].offset);
+	struct rng r;
+	rng_init(&r, 3, 7);
+	float *w = calloc(m.reg.total, sizeof(float));
+	model_glorot(&m, 5, w);
+	const struct layer *bn = &m.layer[0];
+	for (int j = 0; j < IN; j++) {
+		EXPECT(w[bn->var[0] + j] == 1.0f && w[bn->var[1] + j] == 0.0f); /* gamma, beta */
+		EXPECT(w[bn->var[2] + j] == 0.0f && w[bn->var[3] + j] == 1.0f); /* moving */
+		w[bn->var[0] + j] = uniform(&r, 0.5f, 1.5f);
+		w[bn->var[1] + j] = uniform(&r, -0.5f, 0.5f);
+	}
+	be->copy_in(be, m.w, w, m.reg.total * sizeof(float));
+	float x[ROWS * IN];
+	int32_t y[ROWS] = {0, 1, 2};
+	for (int i = 0; i < ROWS * IN; i++)
+		x[i] = uniform(&r, -2.0f, 3.0f);
+	model_set_batch(&m, x, y, ROWS);
+	model_forward(&m, ROWS, 1.0f);
+	model_update_state(&m);
+	for (int j = 0; j < IN; j++) {
+		double mean = 0, var = 0;
+		for (int i = 0; i < ROWS; i++)
+			mean += x[i * IN + j] / (double)ROWS;
+		for (int i = 0; i < ROWS; i++)
+			var += (x[i * IN + j] - mean) * (x[i * IN + j] - mean) / (double)ROWS;
+		/* training: normalised with the batch's (biased) variance */
+		for (int i = 0; i < ROWS; i++) {
+			double want = w[bn->var[0] + j] * (x[i * IN + j] - mean) / sqrt(var + 1e-3) +
+				      w[bn->var[1] + j];
+			EXPECT_NEAR(bn->y[i * IN + j], want, 1e-5);
+		}
+		EXPECT_NEAR(m.w[bn->var[2] + j], 0.01 * mean, 1e-6);
+		EXPECT_NEAR(m.w[bn->var[3] + j], 0.99 + 0.01 * var * ROWS / (ROWS - 1), 1e-6);
+	}
+	/* evaluating: the moving statistics */
+	model_forward(&m, ROWS, 0.0f);
+	for (int i = 0; i < ROWS * IN; i++) {
+		int j = i % IN;
+		double want = w[bn->var[0] + j] * (x[i] - m.w[bn->var[2] + j]) /
+				      sqrt(m.w[bn->var[3] + j] + 1e-3) + w[bn->var[1] + j];
+		EXPECT_NEAR(bn->y[i], want, 1e-5);
+	}
 	free(w);
 	model_free(&m);
 }
@@ -517,6 +583,11 @@ int main(void)
 	check_model("dense:7,tanh,dense:6,tanh,dense", 102);
 	check_model("dense:7,dropout:0.3,tanh,dense:6,gelu,dropout:0.5,dense", 103);
 	check_model("flatten,dense:6,relu,dropout:0.4,flatten,dense", 104);
+	/* Batch normalization in training mode: its statistics move with
+	 * every input, and first in the model (no input gradient). */
+	check_bn_moving(be);
+	check_model("dense:7,batchnorm,tanh,dense:6,batchnorm,relu,dense", 110);
+	check_model("batchnorm,dense:6,batchnorm,gelu,dropout:0.3,dense", 111);
 	check_pool_ties(be);
 	check_im2col(be);
 	/* Convolutions and pooling: both paddings, strides, and the window
@@ -527,5 +598,7 @@ int main(void)
 	check_model_in("conv2d:2:2:2:same,tanh,globalavgpool,dense", one, 107);
 	check_model_in("conv2d:3:3,relu,conv2d:2:3,maxpool2d:2:1,dense", img, 108);
 	check_model_in("maxpool2d:2:1,conv2d:2:3:1:valid,dropout:0.3,avgpool2d:2,dense", sq, 109);
+	check_model_in("conv2d:3:3,batchnorm,relu,maxpool2d:2,flatten,dense", img, 112);
+	check_model_in("batchnorm,conv2d:2:3:2,batchnorm,tanh,globalavgpool,dense", img, 113);
 	return unit_done("test_gradcheck");
 }
