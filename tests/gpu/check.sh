@@ -2,9 +2,9 @@
 # The GPU check, one run on a GPU machine (under 8 minutes): the "cuda"
 # tests (a skip counts as a failure here), compute-sanitizer's memcheck on a
 # short training run, and a table: step time and samples/s on the GPU
-# against the CPU for the default model and a 4096-wide one, the cuBLAS-only
-# product rate, and the EMA update's bandwidth against a device-to-device
-# copy.
+# against the CPU for the default model, a 4096-wide one and the CNN of
+# jobs/fmnist-cnn.conf, the cuBLAS-only product rate, and the EMA update's
+# bandwidth against a device-to-device copy.
 #   tests/gpu/check.sh [BUILD_DIR]
 # With .carry.tar.xz in the repository root (made by tests/gpu/pack.sh on a
 # Debian 12 machine, for GPU machines without Open MPI, HDF5 or OpenBLAS) it
@@ -163,6 +163,9 @@ stage "speed: GPU, 4096-wide fp32" 60 bash -c 'speed gpu_large --device cuda --l
 stage "speed: GPU, 4096-wide bf16" 60 bash -c \
 	'speed gpu_large_bf16 --device cuda --precision bf16 --layers 4096,4096 --steps 300'
 stage "speed: CPU, 4096-wide" 90 bash -c 'speed cpu_large --device cpu --layers 4096,4096 --steps 60'
+CNN="--input-shape 28,28,1 --model conv2d:32:3,batchnorm,relu,maxpool2d:2,conv2d:64:3,batchnorm,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense"
+stage "speed: GPU, CNN (jobs/fmnist-cnn.conf)" 60 bash -c "speed gpu_cnn --device cuda $CNN --steps 500"
+stage "speed: CPU, CNN (jobs/fmnist-cnn.conf)" 60 bash -c "speed cpu_cnn --device cpu $CNN --steps 30"
 stage "gpu_bench: cuBLAS alone, EMA vs copy" 90 bash -c \
 	"set -o pipefail; '$BUILD/tests/gpu/gpu_bench' | tee '$WORK/bench'"
 
@@ -176,6 +179,7 @@ ratio() { awk -v a="$(sps "$1")" -v b="$(sps "$2")" 'BEGIN { if (a + 0 > 0 && b 
 	echo "| 784-256-256-10 fp32 | $(ms gpu_default) | $(sps gpu_default) | $(ms cpu_default) | $(sps cpu_default) | $(ratio gpu_default cpu_default) |"
 	echo "| 784-4096-4096-10 fp32 | $(ms gpu_large) | $(sps gpu_large) | $(ms cpu_large) | $(sps cpu_large) | $(ratio gpu_large cpu_large) |"
 	echo "| 784-4096-4096-10 bf16 | $(ms gpu_large_bf16) | $(sps gpu_large_bf16) | $(ms cpu_large) | $(sps cpu_large) | $(ratio gpu_large_bf16 cpu_large) |"
+	echo "| CNN of jobs/fmnist-cnn.conf fp32 | $(ms gpu_cnn) | $(sps gpu_cnn) | $(ms cpu_cnn) | $(sps cpu_cnn) | $(ratio gpu_cnn cpu_cnn) |"
 	awk '/^cublas/ { printf "| cuBLAS alone, %s %sx%sx%s | %s TFLOP/s |\n", $2, $4, $4, $4, $6 }
 	     /^ema/ { printf "| EMA update | %s GB/s | copy %s GB/s | EMA/copy %s |\n", $3, $6, $8 }' \
 		"$WORK/bench" 2>/dev/null

@@ -49,6 +49,17 @@ model_dropout() {
 	same_ckpt mcpu/ckpt-00000020.h5 mgpu/ckpt-00000020.h5 1e-4
 }
 
+# A CNN with batch norm (--sync-bn: its sums all-reduced through NCCL) and
+# dropout: 2 GPU ranks train as 1 CPU rank (tests/mpi/cnn.sh's model).
+model_cnn() {
+	local model=conv2d:4:2,relu,batchnorm,maxpool2d:2:1,flatten,dense:8,tanh,batchnorm,dropout:0.3,dense
+	local cnn=(--input-shape 2,2,3 --model $model --sync-bn --steps 20)
+	one "${FLAGS[@]}" "${cnn[@]}" --device cpu --ckpt-dir ccpu >/dev/null
+	two_hosts "${FLAGS[@]}" "${cnn[@]}" --device cuda --ckpt-dir cgpu >log
+	grep -q "backend cuda" log || { cat log; fail "not cuda"; }
+	"$CMP" --norm ccpu/ckpt-00000020.h5 cgpu/ckpt-00000020.h5 1e-4 || fail "CNN on the GPU"
+}
+
 # The timeline on the NCCL path: a span for each all-reduce on both ranks.
 nccl_timeline() {
 	two_hosts "${FLAGS[@]}" --device cuda --steps 6 --resume never --timeline tl.json \
@@ -105,7 +116,7 @@ shared_gpu() {
 }
 
 failed=0
-for block in gpu_matches_cpu nccl_two_ranks model_dropout nccl_timeline checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
+for block in gpu_matches_cpu nccl_two_ranks model_dropout model_cnn nccl_timeline checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
 	status=0
 	set +e
 	(set -e; "$block")
