@@ -81,9 +81,9 @@ int agree_registry(const struct params *mine, struct comm *c)
 		const struct param *b = i < mine->n ? &mine->p[i] : NULL;
 		char sa[64] = "absent", sb[64] = "absent";
 		if (a)
-			params_shape_text(a->ndim, a->shape, sa, sizeof(sa));
+			shape_text(a->ndim, a->shape, sa, sizeof(sa));
 		if (b)
-			params_shape_text(b->ndim, b->shape, sb, sizeof(sb));
+			shape_text(b->ndim, b->shape, sb, sizeof(sb));
 		if (a && b && !strcmp(a->name, b->name) && !strcmp(sa, sb))
 			continue;
 		if (a && b && strcmp(a->name, b->name))

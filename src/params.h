@@ -6,6 +6,8 @@
 #pragma once
 #include <stddef.h>
 
+#include "shape.h"
+
 #define PARAM_NAME_LEN 96
 #define PARAM_MAX 64
 /* Every variable starts at a multiple of this many elements (vector
@@ -14,10 +16,10 @@
 
 struct param {
 	char name[PARAM_NAME_LEN]; /* e.g. "dense_1/kernel" */
-	int ndim;                  /* 1 or 2 */
-	long shape[2];             /* e.g. {256, 256} */
+	int ndim;                  /* 1 to SHAPE_MAX_RANK */
+	long shape[SHAPE_MAX_RANK]; /* e.g. {256, 256}, {3, 3, 1, 32}; 0 past ndim */
 	size_t offset;             /* first element in the flat buffer */
-	size_t size;               /* elements, shape[0] * shape[1] */
+	size_t size;               /* elements, shape_cells(ndim, shape) */
 };
 
 struct params {
@@ -29,14 +31,13 @@ struct params {
 /* Empties the registry. */
 void params_init(struct params *reg);
 /* Registers name with shape dims[0..ndim); returns its offset. Aborts on a
- * duplicate name or a full registry (programming errors). */
+ * duplicate name, a full registry or ndim outside 1 to SHAPE_MAX_RANK
+ * (programming errors). */
 size_t params_add(struct params *reg, const char *name, int ndim, const long *dims);
 /* Trainable values over all variables (P less the alignment padding). */
 size_t params_count(const struct params *reg);
 /* The variable called name, or NULL. */
 const struct param *params_find(const struct params *reg, const char *name);
-/* "[784,256]" */
-void params_shape_text(int ndim, const long *shape, char *buf, size_t len);
 /* "name[shape];..." for every variable: equal signatures, equal registries. */
 void params_signature(const struct params *reg, char *buf, size_t len);
 /* "<var>/<suffix>", e.g. "dense/kernel/ExponentialMovingAverage". */

@@ -147,10 +147,10 @@ grep -q "^mtrain: error: --metrics /proc/m.jsonl: cannot open" last.err || { cat
 # Checkpoints that mtrain did not write so (edited, or made by other tools):
 # one line each, from resume and inspect alike.
 "$MTRAIN" "${SMALL[@]}" --steps 8 --ckpt-dir good >/dev/null
-for defect in rank3 f64 dup forge:step_in_epoch=100 forge:global_step=-5 vlconfig strarray huge holes; do
+for defect in rank5 f64 dup forge:step_in_epoch=100 forge:global_step=-5 vlconfig strarray huge holes; do
 	"$MKDATA" badckpt good/ckpt-00000008.h5 "b-$defect.h5" "$defect"
 done
-bad "b-rank3.h5: dense/kernel has 3 dimensions; expected 1 or 2" "${SMALL[@]}" --resume b-rank3.h5
+bad "b-rank5.h5: dense/kernel has 5 dimensions; expected 1 to 4" "${SMALL[@]}" --resume b-rank5.h5
 bad "b-f64.h5: dense/kernel is float64; expected float32" "${SMALL[@]}" --resume b-f64.h5
 bad "b-dup.h5: dense/kernel is stored twice" "${SMALL[@]}" --resume b-dup.h5
 bad "global_step 8, epoch 1 and step_in_epoch 100 do not agree with 6 steps per epoch" \
@@ -164,8 +164,8 @@ bad "b-huge.h5: dense/kernel declares .2147483648,2147483648. but the file does 
 bad "b-holes.h5: dense/kernel declares .12,16. but the file does not hold" "${SMALL[@]}" --resume b-holes.h5
 expect_status 2 "$MTRAIN" inspect b-huge.h5
 grep -q "dense/kernel declares" last.err || { cat last.err; fail "inspect of a forged shape"; }
-expect_status 2 "$MTRAIN" inspect b-rank3.h5
-grep -q "dense/kernel has 3 dimensions" last.err || { cat last.err; fail "inspect of a rank-3 variable"; }
+expect_status 2 "$MTRAIN" inspect b-rank5.h5
+grep -q "dense/kernel has 5 dimensions" last.err || { cat last.err; fail "inspect of a rank-5 variable"; }
 # A config attribute written as h5py writes strings (variable length) reads.
 expect_status 0 ranks 1 eval --ckpt b-vlconfig.h5 --device cpu
 

@@ -11,7 +11,7 @@
  *                                      vast (x declared [1e5, 1e6], not stored),
  *                                      xgroup, xlink (dangling), xcompound
  *   mkdata badckpt IN OUT KIND         a copy of checkpoint IN with one defect
- *                                      in dense/kernel (rank3 f64 dup nan; huge:
+ *                                      in dense/kernel (rank5 f64 dup nan; huge:
  *                                      declared [2^31, 2^31], not stored; holes:
  *                                      chunks never written) or its
  *                                      root (ATTR=VALUE: an int64 attribute, as a
@@ -196,11 +196,12 @@ static void put_attr(hid_t obj, const char *key, hid_t type, const void *value)
 }
 
 /* Replaces the matrix at path by one of another type holding the same
- * values, or by a [rows, cols, 2] float32 array (rank3), named name. */
-static void restore_as(hid_t file, const char *path, const char *name, hid_t type, int rank3)
+ * values, or by a [rows, cols, 2, 1, 1] float32 array (rank5: more
+ * dimensions than a variable has), named name. */
+static void restore_as(hid_t file, const char *path, const char *name, hid_t type, int rank5)
 {
 	hid_t ds = H5Dopen2(file, path, H5P_DEFAULT), space = H5Dget_space(ds);
-	hsize_t dims[3] = {0, 0, 2};
+	hsize_t dims[5] = {0, 0, 2, 1, 1};
 	H5Sget_simple_extent_dims(space, dims, NULL);
 	size_t n = (size_t)dims[0] * dims[1];
 	double *v = malloc(sizeof(double) * n * 2);
@@ -209,7 +210,7 @@ static void restore_as(hid_t file, const char *path, const char *name, hid_t typ
 	H5Sclose(space);
 	H5Dclose(ds);
 	H5Ldelete(file, path, H5P_DEFAULT);
-	space = H5Screate_simple(rank3 ? 3 : 2, dims, NULL);
+	space = H5Screate_simple(rank5 ? 5 : 2, dims, NULL);
 	ds = H5Dcreate2(file, path, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
 	hid_t str = H5Tcopy(H5T_C_S1);
@@ -287,7 +288,7 @@ static int badckpt(const char *in, const char *out, const char *kind)
 		step++;
 		H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &step);
 		H5Dclose(ds);
-	} else if (!strcmp(kind, "rank3")) {
+	} else if (!strcmp(kind, "rank5")) {
 		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_FLOAT, 1);
 	} else if (!strcmp(kind, "f64")) {
 		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_DOUBLE, 0);
