@@ -136,8 +136,11 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 	struct model model;
 	struct layer_spec spec[MODEL_MAX_LAYERS];
 	int n_spec = 0;
+	/* The checkpoint records D: its config's --input-shape, if any,
+	 * shapes it. */
 	int in[3];
-	if (model_input_shape(&cfg, dims[0], in) == 0 && model_specs(&cfg, spec, &n_spec) == 0)
+	const int flat[3] = {1, 1, dims[0]};
+	if (model_input_shape(&cfg, flat, in) == 0 && model_specs(&cfg, spec, &n_spec) == 0)
 		model_plan(&model, spec, n_spec, in, dims[1], cfg.seed);
 	if (comm_user_errors(c))
 		return EXIT_USER;
