@@ -3,7 +3,7 @@
 # checkpoint folder, no metrics file.
 . "$(dirname "$0")/lib.sh"
 make_data
-for kind in nan neglabel x1d int16 ylen noy ncarray wide vast xgroup xlink xcompound; do
+for kind in nan neglabel x1d x3d int16 ylen noy ncarray wide vast xgroup xlink xcompound; do
 	"$MKDATA" bad bad-$kind.h5 $kind
 done
 "$MKDATA" synth wide.h5 30 13 3 1
@@ -50,6 +50,19 @@ bad "text.h5: not an HDF5 file" "${SMALL[@]}" --data text.h5
 bad "bad-nan.h5: x\[5, 2\] is NaN" "${SMALL[@]}" --data bad-nan.h5
 bad "bad-neglabel.h5: y\[3\] = -1 is negative" "${SMALL[@]}" --data bad-neglabel.h5 --batch 4
 bad "bad-x1d.h5: dataset 'x' has 1 dimensions" "${SMALL[@]}" --data bad-x1d.h5
+bad "bad-x3d.h5: dataset 'x' has 3 dimensions; expected 2 or 4 (\[N, D\] or \[N, H, W, C\])" \
+	"${SMALL[@]}" --data bad-x3d.h5
+# Images [N, H, W, C]: --input-shape may only repeat their shape, and the
+# eval rows must be shaped as the training rows.
+"$MKDATA" reshape train.h5 img-train.h5 2 2 3
+"$MKDATA" reshape eval.h5 img-eval.h5 2 2 3
+IMG=("${SMALL[@]}" --data img-train.h5 --eval-data img-eval.h5)
+bad "--input-shape 3,2,2 does not match the images of img-train.h5, 2,2,3" "${IMG[@]}" --input-shape 3,2,2
+bad "eval.h5: input rows are \[12\] but the training set img-train.h5's are \[2,2,3\]" \
+	"${IMG[@]}" --eval-data eval.h5
+# Their shape, repeated or not, is the model's (a conv2d needs it).
+expect_status 0 "$MTRAIN" "${IMG[@]}" --input-shape 2,2,3 --steps 2 --ckpt-dir img1.ck
+expect_status 0 "$MTRAIN" "${IMG[@]}" --model conv2d:4:2,flatten,dense --steps 2 --ckpt-dir img2.ck
 bad "bad-int16.h5: dataset 'x' has integers of 2 bytes; expected float32 or uint8" "${SMALL[@]}" --data bad-int16.h5
 bad "bad-ylen.h5: 'y' has 7 rows but 'x' has 8" "${SMALL[@]}" --data bad-ylen.h5
 bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5
