@@ -20,7 +20,8 @@ int model_specs(const struct config *cfg, struct layer_spec *spec, int *n)
 	return 0;
 }
 
-int model_input_shape(const struct config *cfg, const int data[3], int in[3])
+int model_input_shape(const struct config *cfg, const char *path, const int data[3],
+		      int in[3])
 {
 	int dim = data[0] * data[1] * data[2];
 	memcpy(in, data, 3 * sizeof(*in));
@@ -36,7 +37,7 @@ int model_input_shape(const struct config *cfg, const int data[3], int in[3])
 	if ((data[0] != 1 || data[1] != 1) && memcmp(in, data, 3 * sizeof(*in)))
 		return user_error("--input-shape %s does not match the images of %s, %d,%d,%d "
 				  "(drop --input-shape, or give the data's shape)", cfg->input_shape,
-				  cfg->data, data[0], data[1], data[2]);
+				  path, data[0], data[1], data[2]);
 	if ((long long)in[0] * in[1] * in[2] != dim)
 		return user_error("--input-shape %s is %lld values per row; the data's rows have %d",
 				  cfg->input_shape, (long long)in[0] * in[1] * in[2], dim);
