@@ -31,10 +31,11 @@ struct read_args {
 	struct ckpt_meta *meta;
 };
 
+/* The variable's whole struct, shape and all, crosses the pipe: its rank
+ * and dimensions are bounded before its data is allocated. */
 static int cells_ok(const struct ckpt_var *v)
 {
-	return v->ndim >= 1 && v->ndim <= 2 && v->shape[0] >= 0 && v->shape[1] >= 0 &&
-	       ckpt_var_cells(v) <= SENT_CELLS_MAX;
+	return shape_fits(v->ndim, v->shape, SENT_CELLS_MAX);
 }
 
 /* The request: the path, the mode and, for READ_VARS, the variables'
@@ -173,7 +174,7 @@ void ckpt_free_vars(struct ckpt_var *vars, int n)
 
 /* One variable's figures for inspect. */
 struct var_stats {
-	char shape[64];  /* e.g. "[784,256]" */
+	char shape[96];  /* e.g. "[784,256]", "[3,3,1,32]": JSON too */
 	uint64_t fnv;    /* FNV-1a 64 of its bytes */
 	double min, max, mean;
 };
@@ -191,7 +192,7 @@ static struct var_stats stats_of(const struct ckpt_var *v)
 	}
 	st.mean = count ? sum / (double)count : 0.0;
 	st.fnv = fnv1a64(FNV1A64_INIT, v->data, count * sizeof(float));
-	ckpt_shape_text(v->ndim, v->shape, st.shape, sizeof(st.shape));
+	shape_text(v->ndim, v->shape, st.shape, sizeof(st.shape));
 	return st;
 }
 
@@ -222,12 +223,9 @@ static void print_json(FILE *out, const char *path, const struct ckpt_meta *m,
 	for (int j = 0; j < n; j++) {
 		struct var_stats st = stats_of(&v[j]);
 		char name[6 * CKPT_NAME_LEN], num[3][32];
-		fprintf(out, "%s{\"name\":\"%s\",\"shape\":[%ld", j ? "," : "",
-			json_escape(v[j].name, name, sizeof(name)), v[j].shape[0]);
-		if (v[j].ndim > 1)
-			fprintf(out, ",%ld", v[j].shape[1]);
-		fprintf(out, "],\"dtype\":\"float32\",\"fnv1a64\":\"%016llx\",\"min\":%s,"
-			"\"max\":%s,\"mean\":%s}", (unsigned long long)st.fnv,
+		fprintf(out, "%s{\"name\":\"%s\",\"shape\":%s,\"dtype\":\"float32\","
+			"\"fnv1a64\":\"%016llx\",\"min\":%s,\"max\":%s,\"mean\":%s}", j ? "," : "",
+			json_escape(v[j].name, name, sizeof(name)), st.shape, (unsigned long long)st.fnv,
 			json_num(st.min, num[0], 32), json_num(st.max, num[1], 32),
 			json_num(st.mean, num[2], 32));
 	}

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "mtrain.h"
+#include "shape.h"
 
 #define CKPT_FORMAT "mtrain-checkpoint"
 /* 2: HDF5 1.10's checksummed metadata, a digest of every variable's values
@@ -25,15 +26,15 @@
 /* One float32 variable: written from data, or read into data. */
 struct ckpt_var {
 	char name[CKPT_NAME_LEN]; /* e.g. "dense/kernel/ExponentialMovingAverage" */
-	int ndim;                 /* 1 or 2 */
-	long shape[2];            /* e.g. {784, 256} */
-	float *data;              /* host memory, shape[0] * shape[1] floats */
+	int ndim;                 /* 1 to SHAPE_MAX_RANK */
+	long shape[SHAPE_MAX_RANK]; /* e.g. {784, 256}, {3, 3, 1, 32}; 0 past ndim */
+	float *data;              /* host memory, ckpt_var_cells(v) floats */
 };
 
-/* The number of floats in v: shape[0] * shape[1] (shape[0] when 1-D). */
+/* The number of floats in v: the product of its shape. */
 static inline size_t ckpt_var_cells(const struct ckpt_var *v)
 {
-	return (size_t)v->shape[0] * (v->ndim > 1 ? (size_t)v->shape[1] : 1);
+	return shape_cells(v->ndim, v->shape);
 }
 
 /* Root attributes. */
@@ -67,8 +68,8 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
  * user_error listing one line per mismatch (missing, extra unless
  * allow_extra, or differently shaped variable); RC_CORRUPT with a user_error when the
  * file cannot be opened, fails its checksums, or holds what mtrain never
- * writes (a variable not float32 of rank 1 or 2, a name stored twice), a
- * format version above CKPT_FORMAT_VERSION, or lacks a required root
+ * writes (a variable not float32 of rank 1 to SHAPE_MAX_RANK, a name stored
+ * twice), a format version above CKPT_FORMAT_VERSION, or lacks a required root
  * attribute of its version. Optional ones read as their default: config
  * NULL, created and version "?". String attributes may be fixed- or
  * variable-length. meta->config is malloc'd. */

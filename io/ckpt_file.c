@@ -23,8 +23,8 @@
 struct entry {
 	char name[CKPT_NAME_LEN];
 	char path[CKPT_NAME_LEN];
-	int ndim;             /* as stored; only 1 and 2 pass open_ckpt */
-	long shape[2];
+	int ndim;             /* as stored; only 1 to SHAPE_MAX_RANK pass open_ckpt */
+	long shape[SHAPE_MAX_RANK]; /* the first SHAPE_MAX_RANK dimensions */
 	char dtype[48];       /* e.g. "float32", "int64", "string" */
 	int fits;             /* the shape's bytes fit in memory's sizes and
 			       * the file holds them all */
@@ -88,13 +88,13 @@ static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, voi
 	hsize_t dims[H5S_MAX_RANK] = {0};
 	e->ndim = H5Sget_simple_extent_ndims(space);
 	H5Sget_simple_extent_dims(space, dims, NULL);
-	e->shape[0] = (long)dims[0];
-	e->shape[1] = (long)dims[1];
+	for (int i = 0; i < SHAPE_MAX_RANK; i++)
+		e->shape[i] = (long)dims[i];
 	/* mtrain's datasets are stored uncompressed: a file holding fewer
 	 * bytes than the shape declares has chunks that were never written
 	 * (they would read as zeros) or a forged shape. */
 	size_t bytes = H5Tget_size(type);
-	e->fits = e->ndim >= 1 && e->ndim <= 2;
+	e->fits = e->ndim >= 1 && e->ndim <= SHAPE_MAX_RANK;
 	for (int i = 0; e->fits && i < e->ndim; i++) {
 		e->fits = dims[i] <= (hsize_t)LONG_MAX && (dims[i] == 0 || bytes <= SIZE_MAX / dims[i]);
 		bytes *= e->fits ? dims[i] : 1;
@@ -106,16 +106,6 @@ static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, voi
 	H5Dclose(ds);
 	l->n++;
 	return 0;
-}
-
-void ckpt_shape_text(int ndim, const long *shape, char *buf, size_t len)
-{
-	if (ndim == 1)
-		snprintf(buf, len, "[%ld]", shape[0]);
-	else if (ndim == 2)
-		snprintf(buf, len, "[%ld,%ld]", shape[0], shape[1]);
-	else
-		snprintf(buf, len, "[]");
 }
 
 /* Opens a checkpoint and lists its datasets; RC_CORRUPT (user_error) if it
@@ -154,14 +144,17 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 		H5Fclose(file);
 		return RC_CORRUPT;
 	}
-	/* Every variable float32 of rank 1 or 2 (global_step an int64 [1]), and
+	/* Every variable float32 of rank 1 to SHAPE_MAX_RANK (global_step an
+	 * int64 [1]), and
 	 * each logical name once: anything else was not written by mtrain. */
 	for (int i = 0; i < l->n; i++) {
 		const struct entry *e = &l->e[i];
 		int is_step = !strcmp(e->name, "global_step");
 		const char *want = is_step ? "int64" : "float32";
-		int bad_rank = is_step ? e->ndim != 1 || e->shape[0] != 1 : e->ndim < 1 || e->ndim > 2;
-		char where[CKPT_NAME_LEN];
+		int bad_rank = is_step ? e->ndim != 1 || e->shape[0] != 1
+				       : e->ndim < 1 || e->ndim > SHAPE_MAX_RANK;
+		char where[CKPT_NAME_LEN], declared[96], ranks[16];
+		snprintf(ranks, sizeof(ranks), "1 to %d", SHAPE_MAX_RANK);
 		ckpt_file_path_of(e->name, where, sizeof(where));
 		const char *dup = NULL;
 		for (int j = 0; j < i && !dup; j++)
@@ -173,15 +166,16 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 			user_error("%s: %s is %s; expected %s", path, e->name, e->dtype, want);
 		else if (bad_rank)
 			user_error("%s: %s has %d dimensions; expected %s", path, e->name, e->ndim,
-				   is_step ? "shape [1]" : "1 or 2");
+				   is_step ? "shape [1]" : ranks);
 		else if (strcmp(where, e->path))
 			user_error("%s: %s is stored as %s, not where its name puts it (edited or "
 				   "corrupt)", path, e->name, e->path);
-		else if (!e->fits)
-			user_error("%s: %s declares [%lu,%lu] but the file does not hold that many "
+		else if (!e->fits) {
+			shape_text(e->ndim, e->shape, declared, sizeof(declared));
+			user_error("%s: %s declares %s but the file does not hold that many "
 				   "values (unwritten chunks or a forged shape: corrupt)", path, e->name,
-				   (unsigned long)e->shape[0], (unsigned long)e->shape[1]);
-		else
+				   declared);
+		} else
 			continue;
 		free(l->e);
 		H5Fclose(file);
@@ -203,7 +197,7 @@ static int read_checked(hid_t file, const struct entry *e, const char *path, int
 	if (!ok)
 		return user_error("%s: %s fails its checksum or cannot be read (corrupt)", path,
 				  e->name), RC_CORRUPT;
-	size_t bytes = H5Tget_size(mem) * (size_t)e->shape[0] * (e->ndim > 1 ? (size_t)e->shape[1] : 1);
+	size_t bytes = H5Tget_size(mem) * shape_cells(e->ndim, e->shape);
 	if (e->has_digest && fnv1a64(FNV1A64_INIT, data, bytes) != e->digest)
 		return user_error("%s: %s does not match its digest (corrupt)", path, e->name),
 		       RC_CORRUPT;
@@ -294,14 +288,14 @@ int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_ext
 			if (!strcmp(l.e[j].name, vars[i].name))
 				e = &l.e[j];
 		char want[64], have[64];
-		ckpt_shape_text(vars[i].ndim, vars[i].shape, want, sizeof(want));
+		shape_text(vars[i].ndim, vars[i].shape, want, sizeof(want));
 		if (!e) {
 			report(msg, sizeof(msg), &bad, "%s: %s: checkpoint missing vs model %s", path,
 			       vars[i].name, want);
 			continue;
 		}
 		e->used = 1;
-		ckpt_shape_text(e->ndim, e->shape, have, sizeof(have));
+		shape_text(e->ndim, e->shape, have, sizeof(have));
 		if (strcmp(want, have)) {
 			report(msg, sizeof(msg), &bad, "%s: %s: checkpoint %s vs model %s", path,
 			       vars[i].name, have, want);
@@ -314,7 +308,7 @@ int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_ext
 		if (l.e[j].used || !strcmp(l.e[j].name, "global_step"))
 			continue;
 		char have[64];
-		ckpt_shape_text(l.e[j].ndim, l.e[j].shape, have, sizeof(have));
+		shape_text(l.e[j].ndim, l.e[j].shape, have, sizeof(have));
 		report(msg, sizeof(msg), &bad, "%s: %s: checkpoint %s vs model missing", path,
 		       l.e[j].name, have);
 	}
@@ -351,8 +345,7 @@ int ckpt_read_all_here(const char *path, struct ckpt_var **vars, int *n,
 		struct ckpt_var *cv = &v[count++];
 		snprintf(cv->name, sizeof(cv->name), "%s", e->name);
 		cv->ndim = e->ndim;
-		cv->shape[0] = e->shape[0];
-		cv->shape[1] = e->ndim > 1 ? e->shape[1] : 0;
+		memcpy(cv->shape, e->shape, sizeof(cv->shape));
 		cv->data = xmalloc(ckpt_var_cells(cv) * sizeof(float));
 		rc = read_checked(file, e, path, meta->format_version, H5T_NATIVE_FLOAT, cv->data);
 	}

@@ -8,8 +8,6 @@
 
 /* The in-file path of a logical name: '/' would make groups, so it is '.'. */
 void ckpt_file_path_of(const char *name, char *buf, size_t len);
-/* "[784,256]", "[10]" */
-void ckpt_shape_text(int ndim, const long *shape, char *buf, size_t len);
 /* ckpt_read, ckpt_read_meta and ckpt_read_all of ckpt.h, in this process:
  * a forged file may crash HDF5 here. */
 int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_extra,

@@ -24,16 +24,20 @@ void ckpt_file_path_of(const char *name, char *buf, size_t len)
 			*p = '.';
 }
 
-/* A chunked, Fletcher32-checked dataset named by its logical name. 0, or
- * -1 when HDF5 could not write it. */
+/* A chunked, Fletcher32-checked dataset of shape dims[0..nd) named by its
+ * logical name. 0, or -1 when HDF5 could not write it. */
 static int write_var(hid_t file, const char *name, hid_t type, int nd,
 		     const hsize_t *dims, const void *data)
 {
 	char path[CKPT_NAME_LEN];
 	ckpt_file_path_of(name, path, sizeof(path));
-	hsize_t chunk[2] = {dims[0], nd > 1 ? dims[1] : 1};
-	/* Chunks of at most about 1 MiB. */
-	size_t row = nd > 1 ? dims[1] : 1;
+	/* Chunks of whole rows (all but the first dimension), at most about
+	 * 1 MiB of them. */
+	hsize_t chunk[SHAPE_MAX_RANK], row = 1;
+	for (int i = 0; i < nd; i++) {
+		chunk[i] = dims[i];
+		row *= i ? dims[i] : 1;
+	}
 	if (chunk[0] * row > (1u << 18))
 		chunk[0] = (1u << 18) / row ? (1u << 18) / row : 1;
 	hid_t space = H5Screate_simple(nd, dims, NULL);
@@ -42,7 +46,7 @@ static int write_var(hid_t file, const char *name, hid_t type, int nd,
 	H5_CHECK(H5Pset_fletcher32(dcpl));
 	H5_CHECK(H5Pset_obj_track_times(dcpl, 0));
 	hid_t ds = H5Dcreate2(file, path, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-	size_t bytes = H5Tget_size(type) * (size_t)dims[0] * (nd > 1 ? (size_t)dims[1] : 1);
+	size_t bytes = H5Tget_size(type) * (size_t)H5Sget_simple_extent_npoints(space);
 	int64_t digest = (int64_t)fnv1a64(FNV1A64_INIT, data, bytes);
 	int rc = ds < 0 || H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ||
 			 h5attr_put_str(ds, "name", name) ||
@@ -90,7 +94,9 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
 	int bad = 0;
 	errno = 0;
 	for (int i = 0; i < n && !bad; i++) {
-		hsize_t dims[2] = {(hsize_t)vars[i].shape[0], (hsize_t)vars[i].shape[1]};
+		hsize_t dims[SHAPE_MAX_RANK];
+		for (int k = 0; k < vars[i].ndim; k++)
+			dims[k] = (hsize_t)vars[i].shape[k];
 		bad = write_var(file, vars[i].name, H5T_NATIVE_FLOAT, vars[i].ndim, dims,
 				vars[i].data);
 	}

@@ -6,6 +6,7 @@
 #include "h5attr.h"
 #include "resources.h"
 #include "log.h"
+#include "shape.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -18,11 +19,37 @@
 /* Errors in user files are reported by us in one line, not by HDF5's stack. */
 static void quiet_hdf5(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
+/* x's ranks: [N, D] or [N, H, W, C]. */
+#define X_RANKS (1u << 2 | 1u << 4)
+#define X_SHAPES "[N, D] or [N, H, W, C]"
+
 /* One of a data file's datasets, open. */
 struct h5ds {
 	hid_t ds, space, type;
-	hsize_t dims[2]; /* e.g. {60000, 784} */
+	int nd;          /* its rank, e.g. 2 */
+	hsize_t dims[4]; /* e.g. {60000, 784}, {60000, 28, 28, 1} */
 };
+
+/* Values per row: the product of dims[1..nd). */
+static double ds_row(const struct h5ds *h)
+{
+	double row = 1;
+	for (int i = 1; i < h->nd; i++)
+		row *= (double)h->dims[i];
+	return row;
+}
+
+/* "[60000, 28, 28, 1]": dims as the file declares them (unsigned, and
+ * perhaps larger than a long). */
+static void ds_dims_text(const struct h5ds *h, char *buf, size_t len)
+{
+	size_t used = snprintf(buf, len, "[");
+	for (int i = 0; i < h->nd && used < len; i++)
+		used += snprintf(buf + used, len - used, "%s%llu", i ? ", " : "",
+				 (unsigned long long)h->dims[i]);
+	if (used < len)
+		snprintf(buf + used, len - used, "]");
+}
 
 /* 0, or -1 with a user error when the dataset name stores nothing (never
  * written), or, stored whole (contiguous or compact, not chunked), less
@@ -34,8 +61,7 @@ static int ds_stored(const struct dataset *d, const struct h5ds *h, const char *
 	hid_t dcpl = H5Dget_create_plist(h->ds);
 	int whole = H5Pget_layout(dcpl) != H5D_CHUNKED;
 	H5Pclose(dcpl);
-	double need = (double)H5Tget_size(h->type) * (double)h->dims[0] *
-		      (double)(h->dims[1] ? h->dims[1] : 1);
+	double need = (double)H5Tget_size(h->type) * (double)h->dims[0] * ds_row(h);
 	if (h->dims[0] && (stored == 0 || (whole && (double)stored < need)))
 		return user_error("%s: dataset '%s' stores %s (never written, or corrupt)", d->path,
 				  name, stored ? "less than its shape needs" : "no data");
@@ -49,10 +75,10 @@ static void ds_close(struct h5ds *h)
 	H5Dclose(h->ds);
 }
 
-/* Opens dataset name of d's file, which must have nd dimensions: 0, or -1
- * with a user error naming what it should hold (e.g. "inputs", "[N, D]")
- * and nothing left open. */
-static int ds_open(const struct dataset *d, hid_t file, const char *name, int nd,
+/* Opens dataset name of d's file, whose rank must be one of ranks (bit r
+ * for rank r, r <= 4): 0, or -1 with a user error naming what it should
+ * hold (e.g. "inputs", "[N, D]") and nothing left open. */
+static int ds_open(const struct dataset *d, hid_t file, const char *name, unsigned ranks,
 		   const char *what, const char *shape, struct h5ds *h)
 {
 	memset(h, 0, sizeof(*h));
@@ -68,13 +94,18 @@ static int ds_open(const struct dataset *d, hid_t file, const char *name, int nd
 	h->ds = H5Dopen2(file, name, H5P_DEFAULT);
 	h->space = H5Dget_space(h->ds);
 	h->type = H5Dget_type(h->ds);
-	int have = H5Sget_simple_extent_ndims(h->space);
-	if (have == nd) {
+	h->nd = H5Sget_simple_extent_ndims(h->space);
+	if (h->nd >= 0 && h->nd <= 4 && (ranks >> h->nd & 1)) {
 		H5Sget_simple_extent_dims(h->space, h->dims, NULL);
 		return 0;
 	}
-	user_error("%s: dataset '%s' has %d dimensions; expected %d (%s)", d->path, name, have, nd,
-		   shape);
+	char want[32] = "";
+	for (int r = 0; r <= 4; r++)
+		if (ranks >> r & 1)
+			snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%d",
+				 want[0] ? " or " : "", r);
+	user_error("%s: dataset '%s' has %d dimensions; expected %s (%s)", d->path, name, h->nd,
+		   want, shape);
 	ds_close(h);
 	return -1;
 }
@@ -83,7 +114,7 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 {
 	const char *p = d->path;
 	struct h5ds h;
-	if (ds_open(d, file, "y", 1, "class ids", "[N]", &h))
+	if (ds_open(d, file, "y", 1u << 1, "class ids", "[N]", &h))
 		return -1;
 	int rc = -1;
 	if ((long)h.dims[0] != n_x) {
@@ -141,14 +172,43 @@ out:
 	return rc;
 }
 
+/* A row {1, 1, D}: x stored as [N, D] (or as [N, 1, 1, D], the same). */
+static int row_is_flat(const int row[3])
+{
+	return row[0] == 1 && row[1] == 1;
+}
+
+/* d's row shape from x's dims: {H, W, C} of [N, H, W, C], {1, 1, D} of
+ * [N, D]. */
+static void row_shape_of(struct dataset *d, const struct h5ds *h)
+{
+	d->shape[0] = h->nd == 4 ? (int)h->dims[1] : 1;
+	d->shape[1] = h->nd == 4 ? (int)h->dims[2] : 1;
+	d->shape[2] = (int)h->dims[h->nd - 1];
+	d->dim = d->shape[0] * d->shape[1] * d->shape[2];
+}
+
+/* Cell i (of the rows held) of d's x, as x[row, j] or x[row, h, w, c]. */
+static void cell_text(const struct dataset *d, size_t i, char *buf, size_t len)
+{
+	long row = d->first + (long)(i / d->dim);
+	int j = (int)(i % d->dim), C = d->shape[2], W = d->shape[1];
+	if (row_is_flat(d->shape))
+		snprintf(buf, len, "x[%ld, %d]", row, j);
+	else
+		snprintf(buf, len, "x[%ld, %d, %d, %d]", row, j / C / W, j / C % W, j % C);
+}
+
 static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 {
 	const char *p = d->path;
 	struct h5ds h;
-	if (ds_open(d, file, "x", 2, "inputs", "[N, D]", &h))
+	if (ds_open(d, file, "x", X_RANKS, "inputs", X_SHAPES, &h))
 		return -1;
 	int rc = -1;
-	if (h.dims[0] < 1 || h.dims[1] < 1) {
+	char dims[160];
+	ds_dims_text(&h, dims, sizeof(dims));
+	if (h.dims[0] < 1 || ds_row(&h) < 1) {
 		user_error("%s: dataset 'x' is empty", p);
 		goto out;
 	}
@@ -163,31 +223,32 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 			   H5Tget_size(h.type));
 		goto out;
 	}
-	/* Sizes are int and long here, and rows times columns size_t. */
-	if (h.dims[1] > INT32_MAX || h.dims[0] > INT32_MAX ||
-	    h.dims[0] > SIZE_MAX / sizeof(float) / h.dims[1]) {
-		user_error("%s: dataset 'x' is [%llu, %llu]; mtrain takes at most 2^31 - 1 rows "
-			   "and features", p, (unsigned long long)h.dims[0],
-			   (unsigned long long)h.dims[1]);
+	/* Sizes are int and long here, and rows times values per row size_t. */
+	if (ds_row(&h) > INT32_MAX || h.dims[0] > INT32_MAX ||
+	    (double)h.dims[0] * ds_row(&h) > (double)(SIZE_MAX / sizeof(float))) {
+		user_error("%s: dataset 'x' is %s; mtrain takes at most 2^31 - 1 rows "
+			   "and features", p, dims);
 		goto out;
 	}
 	char what[PATH_LEN + 64];
 	snprintf(what, sizeof(what), "%s: dataset 'x'", p);
-	if (resources_check(what, (double)h.dims[0] * (double)h.dims[1] * (is_u8 ? 1 : 4) /
+	if (resources_check(what, (double)h.dims[0] * ds_row(&h) * (is_u8 ? 1 : 4) /
 					  (double)parts))
 		goto out;
 	d->n_total = (long)h.dims[0];
-	d->dim = (int)h.dims[1];
+	row_shape_of(d, &h);
 	d->first = d->n_total * part / parts;
 	d->n = d->n_total * (part + 1) / parts - d->first;
-	hsize_t start[2] = {(hsize_t)d->first, 0}, count[2] = {(hsize_t)d->n, h.dims[1]};
+	hsize_t start[4] = {(hsize_t)d->first}, count[4];
+	memcpy(count, h.dims, sizeof(count));
+	count[0] = (hsize_t)d->n;
 	size_t cells = (size_t)d->n * (size_t)d->dim;
 	herr_t r = 0;
 	if (ds_stored(d, &h, "x"))
 		goto out;
 	if (d->n) {
 		H5_CHECK(H5Sselect_hyperslab(h.space, H5S_SELECT_SET, start, NULL, count, NULL));
-		hid_t mem = H5Screate_simple(2, count, NULL);
+		hid_t mem = H5Screate_simple(h.nd, count, NULL);
 		if (is_u8) {
 			d->x8 = xmalloc(cells);
 			r = H5Dread(h.ds, H5T_NATIVE_UINT8, mem, h.space, H5P_DEFAULT, d->x8);
@@ -203,8 +264,9 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 	}
 	for (size_t i = 0; d->xf && i < cells; i++)
 		if (!isfinite(d->xf[i])) {
-			user_error("%s: x[%ld, %ld] is %s; inputs must be finite", p,
-				   d->first + (long)(i / d->dim), (long)(i % d->dim),
+			char cell[96];
+			cell_text(d, i, cell, sizeof(cell));
+			user_error("%s: %s is %s; inputs must be finite", p, cell,
 				   isnan(d->xf[i]) ? "NaN" : "infinite");
 			goto out;
 		}
@@ -269,12 +331,15 @@ static void load_move(void *arg, struct sandbox_pipe *p)
 	sandbox_move(p, &d->first, sizeof(d->first));
 	sandbox_move(p, &d->n, sizeof(d->n));
 	sandbox_move(p, &d->dim, sizeof(d->dim));
+	sandbox_move(p, d->shape, sizeof(d->shape));
 	sandbox_move(p, &d->classes, sizeof(d->classes));
 	sandbox_move(p, &bytes, sizeof(bytes));
 	size_t cells = (size_t)d->n * (size_t)d->dim;
 	if (!p->sending) {
 		/* Bounds on what was sent, in case the file damaged the child. */
 		p->failed |= d->n < 0 || d->n > d->n_total || d->dim <= 0 || d->dim > INT32_MAX ||
+			     d->shape[0] < 1 || d->shape[1] < 1 || d->shape[2] < 1 ||
+			     (long long)d->shape[0] * d->shape[1] * d->shape[2] != d->dim ||
 			     (bytes != 1 && bytes != 4) || cells > (size_t)1 << 40;
 		if (p->failed)
 			return;
@@ -314,6 +379,15 @@ int dataset_check_labels(const struct dataset *d, int classes, const char *whose
 			return user_error("%s: y[%ld] = %d but %s has %d classes", d->path,
 					  d->first + i, d->y[i], whose, classes);
 	return 0;
+}
+
+void dataset_row_text(const struct dataset *d, char *buf, size_t len)
+{
+	const long row[3] = {d->shape[0], d->shape[1], d->shape[2]};
+	if (row_is_flat(d->shape))
+		shape_text(1, &row[2], buf, len);
+	else
+		shape_text(3, row, buf, len);
 }
 
 void dataset_free(struct dataset *d)
@@ -357,7 +431,9 @@ void dataset_rows(const struct dataset *d, long begin, int rows, float *x, int32
 static hid_t write_dataset(hid_t file, const char *name, hid_t type, int nd,
 			   const hsize_t *dims, const void *data)
 {
-	hsize_t chunk[2] = {dims[0] < 1024 ? dims[0] : 1024, nd > 1 ? dims[1] : 1};
+	hsize_t chunk[4]; /* 1024 rows */
+	for (int i = 0; i < nd; i++)
+		chunk[i] = i || dims[0] < 1024 ? dims[i] : 1024;
 	hid_t space = H5Screate_simple(nd, dims, NULL);
 	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
 	H5_CHECK(H5Pset_chunk(dcpl, nd, chunk));
@@ -371,7 +447,7 @@ static hid_t write_dataset(hid_t file, const char *name, hid_t type, int nd,
 }
 
 int dataset_write(const char *path, const uint8_t *x8, const float *xf,
-		  const int32_t *y, long n, int dim, int classes)
+		  const int32_t *y, long n, const int row[3], int classes)
 {
 	char tmp[FILE_PATH_LEN];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
@@ -380,8 +456,13 @@ int dataset_write(const char *path, const uint8_t *x8, const float *xf,
 	if (file < 0)
 		return user_error("%s: cannot create data file: %s", path,
 				  strerror(errno ? errno : EIO));
-	hsize_t xd[2] = {(hsize_t)n, (hsize_t)dim}, yd[1] = {(hsize_t)n};
-	hid_t xs = write_dataset(file, "x", x8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, 2, xd,
+	/* A flat row is written [n, D], an image [n, H, W, C]. */
+	int flat = row_is_flat(row);
+	hsize_t xd[4] = {(hsize_t)n, (hsize_t)row[0], (hsize_t)row[1], (hsize_t)row[2]};
+	hsize_t yd[1] = {(hsize_t)n};
+	if (flat)
+		xd[1] = (hsize_t)row[2];
+	hid_t xs = write_dataset(file, "x", x8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT, flat ? 2 : 4, xd,
 				 x8 ? (const void *)x8 : (const void *)xf);
 	hid_t ys = write_dataset(file, "y", H5T_NATIVE_INT32, 1, yd, y);
 	hid_t as = H5Screate(H5S_SCALAR);

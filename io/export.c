@@ -56,10 +56,10 @@ static char *make_header(const struct ckpt_var **src, const char **names, int n,
 	for (int i = 0; i < n; i++) {
 		size_t bytes = ckpt_var_cells(src[i]) * sizeof(float);
 		json_put(h, names[i]);
-		fprintf(h, ":{\"dtype\":\"F32\",\"shape\":[%ld", src[i]->shape[0]);
-		if (src[i]->ndim > 1)
-			fprintf(h, ",%ld", src[i]->shape[1]);
-		fprintf(h, "],\"data_offsets\":[%zu,%zu]},", offset, offset + bytes);
+		char shape[96];
+		shape_text(src[i]->ndim, src[i]->shape, shape, sizeof(shape));
+		fprintf(h, ":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[%zu,%zu]},", shape,
+			offset, offset + bytes);
 		offset += bytes;
 	}
 	fprintf(h, "\"__metadata__\":{\"format\":\"pt\",\"producer\":\"mtrain\",\"global_step\":\"%ld\","

@@ -128,7 +128,9 @@ int dataset_import_idx(const char *images, const char *labels, const char *path)
 		if (y[i] + 1 > classes)
 			classes = y[i] + 1;
 	}
-	rc = dataset_write(path, img + 16, NULL, y, n, (int)(rows * cols), classes);
+	/* Images as Keras takes them: [N, rows, cols, 1], channels last. */
+	const int image[3] = {(int)rows, (int)cols, 1};
+	rc = dataset_write(path, img + 16, NULL, y, n, image, classes);
 	free(y);
 out:
 	free(img);

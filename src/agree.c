@@ -31,7 +31,8 @@ int agree_config(const struct config *cfg, struct comm *c)
  * files of the same name that may not be the same files. */
 struct data_print {
 	long train_rows, eval_rows;
-	int dim, classes, eval_dim;
+	int classes, eval_dim;
+	char row[64];       /* a training row's shape, e.g. "[28,28,1]", "[784]" */
 	uint64_t train_sum; /* FNV-1a of the whole training set, x then y */
 };
 
@@ -40,7 +41,7 @@ static struct data_print data_print_of(const struct dataset *d, const struct dat
 	struct data_print p;
 	memset(&p, 0, sizeof(p));
 	p.train_rows = d->n;
-	p.dim = d->dim;
+	dataset_row_text(d, p.row, sizeof(p.row));
 	p.classes = d->classes;
 	size_t cells = (size_t)d->n * d->dim;
 	p.train_sum = d->x8 ? fnv1a64(FNV1A64_INIT, d->x8, cells)
@@ -56,13 +57,13 @@ void agree_data(const struct config *cfg, const struct dataset *train,
 {
 	struct data_print mine = data_print_of(train, eval), root = mine;
 	comm_bcast_host(c, &root, sizeof(root), 0);
-	if (mine.train_rows != root.train_rows || mine.dim != root.dim ||
+	if (mine.train_rows != root.train_rows || strcmp(mine.row, root.row) ||
 	    mine.classes != root.classes || mine.train_sum != root.train_sum)
-		user_error("--data %s is not rank 0's file: %ld rows of %d, %d classes, checksum "
-			   "%016llx here; %ld rows of %d, %d classes, %016llx on rank 0 (every rank "
-			   "must read the same data)", cfg->data, mine.train_rows, mine.dim,
+		user_error("--data %s is not rank 0's file: %ld rows of %s, %d classes, checksum "
+			   "%016llx here; %ld rows of %s, %d classes, %016llx on rank 0 (every rank "
+			   "must read the same data)", cfg->data, mine.train_rows, mine.row,
 			   mine.classes, (unsigned long long)mine.train_sum, root.train_rows,
-			   root.dim, root.classes, (unsigned long long)root.train_sum);
+			   root.row, root.classes, (unsigned long long)root.train_sum);
 	else if (mine.eval_rows != root.eval_rows || mine.eval_dim != root.eval_dim)
 		user_error("--eval-data %s is not rank 0's file: %ld rows of %d here, %ld rows of "
 			   "%d on rank 0 (every rank must read the same data)", cfg->eval_data,
@@ -81,9 +82,9 @@ int agree_registry(const struct params *mine, struct comm *c)
 		const struct param *b = i < mine->n ? &mine->p[i] : NULL;
 		char sa[64] = "absent", sb[64] = "absent";
 		if (a)
-			params_shape_text(a->ndim, a->shape, sa, sizeof(sa));
+			shape_text(a->ndim, a->shape, sa, sizeof(sa));
 		if (b)
-			params_shape_text(b->ndim, b->shape, sb, sizeof(sb));
+			shape_text(b->ndim, b->shape, sb, sizeof(sb));
 		if (a && b && !strcmp(a->name, b->name) && !strcmp(sa, sb))
 			continue;
 		if (a && b && strcmp(a->name, b->name))
@@ -105,9 +106,15 @@ int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *tr
 	*has_eval = cfg->eval_data[0] && strcmp(cfg->eval_data, "none");
 	if (dataset_load(train, cfg->data, 0, 1) == 0 && *has_eval &&
 	    dataset_load(eval, cfg->eval_data, c->rank, c->size) == 0) {
+		char mine[64], theirs[64];
+		dataset_row_text(eval, mine, sizeof(mine));
+		dataset_row_text(train, theirs, sizeof(theirs));
 		if (eval->dim != train->dim)
 			user_error("%s: inputs have %d features but the training set %s has %d",
 				   cfg->eval_data, eval->dim, cfg->data, train->dim);
+		else if (strcmp(mine, theirs))
+			user_error("%s: input rows are %s but the training set %s's are %s",
+				   cfg->eval_data, mine, cfg->data, theirs);
 		else
 			dataset_check_labels(eval, train->classes, "the training set");
 	}

@@ -21,11 +21,11 @@
  * others are named in a warning when they differ from the checkpoint's. */
 #define M OPT_MAY_CHANGE
 const struct option_def options[] = {
-	OPT("data", T_STR, data, 0, 0, M, "training set: HDF5 with x [N,D] and y [N] (default: Fashion-MNIST, imported on first use)"),
+	OPT("data", T_STR, data, 0, 0, M, "training set: HDF5 with x [N,D] or [N,H,W,C] and y [N] (default: Fashion-MNIST, imported on first use)"),
 	OPT("eval-data", T_STR, eval_data, 0, 0, M, "evaluation set, same layout; 'none' for no evaluation"),
 	OPT("layers", T_LIST, hidden, 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
 	OPT_ENUM("activation", act, act_names, 0, "hidden activation"),
-	{"input-shape", T_STR, OFF(input_shape), 0, 0, NULL, NULL, OPT_SHAPE, "the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: a flat row", "H,W,C"},
+	{"input-shape", T_STR, OFF(input_shape), 0, 0, NULL, NULL, OPT_SHAPE, "the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: the data's, a flat row for x [N,D]", "H,W,C"},
 	{"model", T_STR, OFF(model), 0, 0, NULL, NULL, OPT_SHAPE, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: Models)", "LAYER,LAYER,..."},
 	OPT("sync-bn", T_BOOL, sync_bn, 0, 1, 0, "batchnorm normalises with the whole global batch's statistics (an all-reduce per layer, forward and backward) instead of each rank's own (on|off)"),
 	OPT_ENUM("optimizer", optim, optim_names, 0, "optimizer"),

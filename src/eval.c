@@ -132,22 +132,23 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 	int dims[2];
 	if (comm_user_errors(c) || eval_config(ckpt, eval_data, device, c, &cfg, dims))
 		return EXIT_USER;
-	/* The checkpoint's model, laid out before anything is allocated. */
-	struct model model;
-	struct layer_spec spec[MODEL_MAX_LAYERS];
-	int n_spec = 0;
-	int in[3];
-	if (model_input_shape(&cfg, dims[0], in) == 0 && model_specs(&cfg, spec, &n_spec) == 0)
-		model_plan(&model, spec, n_spec, in, dims[1], cfg.seed);
-	if (comm_user_errors(c))
-		return EXIT_USER;
 	const struct backend *be = backend_select(&cfg, c);
 	if (!be)
 		return EXIT_USER;
 	struct dataset data;
 	memset(&data, 0, sizeof(data));
 	int status = EXIT_USER;
-	if (eval_data_load(ckpt, &cfg, dims, &data, c) == 0) {
+	/* The checkpoint's model, laid out before anything is allocated, for
+	 * rows shaped as the eval data's: images [N, H, W, C] carry the shape
+	 * a model trained on them without --input-shape took. */
+	struct model model;
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n_spec = 0, in[3];
+	if (eval_data_load(ckpt, &cfg, dims, &data, c) == 0 &&
+	    model_input_shape(&cfg, cfg.eval_data, data.shape, in) == 0 &&
+	    model_specs(&cfg, spec, &n_spec) == 0)
+		model_plan(&model, spec, n_spec, in, dims[1], cfg.seed);
+	if (!comm_user_errors(c)) {
 		struct ema ema;
 		struct state state;
 		struct evaluator ev;

@@ -187,8 +187,8 @@ static int set_window(struct layer *l, int kh, int kw, int sh, int sw, int same,
 	return 0;
 }
 
-/* conv2d: NHWC, kernel [kh, kw, in, out] (Keras' order; one matrix of
- * kh*kw*in rows and out columns), as im2col then one product. */
+/* conv2d: NHWC, kernel [kh, kw, in, out] (Keras' shape and order; one
+ * matrix of kh*kw*in rows and out columns), as im2col then one product. */
 static int conv_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	const struct layer_spec *s = &l->spec;
@@ -206,10 +206,12 @@ static void conv_vars(struct layer *l, struct params *reg, const char *name, int
 	if (!trainable)
 		return;
 	char full[PARAM_NAME_LEN];
-	long k = (long)l->spec.size * l->spec.size * l->in[2];
-	long kdims[2] = {k, l->spec.units}, bdims[1] = {l->spec.units};
+	/* [kh, kw, in, out], Keras' shape: row-major, the matrix of kh*kw*in
+	 * rows (im2col's column order) and out columns that conv2d multiplies by */
+	long kdims[4] = {l->spec.size, l->spec.size, l->in[2], l->spec.units};
+	long bdims[1] = {l->spec.units};
 	snprintf(full, sizeof(full), "%s/kernel", name);
-	l->var[0] = params_add(reg, full, 2, kdims);
+	l->var[0] = params_add(reg, full, 4, kdims);
 	snprintf(full, sizeof(full), "%s/bias", name);
 	l->var[1] = params_add(reg, full, 1, bdims);
 	l->n_vars = 2;

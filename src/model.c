@@ -20,10 +20,11 @@ int model_specs(const struct config *cfg, struct layer_spec *spec, int *n)
 	return 0;
 }
 
-int model_input_shape(const struct config *cfg, int dim, int in[3])
+int model_input_shape(const struct config *cfg, const char *path, const int data[3],
+		      int in[3])
 {
-	in[0] = in[1] = 1;
-	in[2] = dim;
+	int dim = data[0] * data[1] * data[2];
+	memcpy(in, data, 3 * sizeof(*in));
 	if (!cfg->input_shape[0])
 		return 0;
 	char end;
@@ -31,6 +32,12 @@ int model_input_shape(const struct config *cfg, int dim, int in[3])
 	    in[0] < 1 || in[1] < 1 || in[2] < 1)
 		return user_error("--input-shape %s: expected H,W,C (three positive integers, "
 				  "e.g. 28,28,1)", cfg->input_shape);
+	/* Images ([N, H, W, C] data) have their shape: --input-shape may only
+	 * repeat it. */
+	if ((data[0] != 1 || data[1] != 1) && memcmp(in, data, 3 * sizeof(*in)))
+		return user_error("--input-shape %s does not match the images of %s, %d,%d,%d "
+				  "(drop --input-shape, or give the data's shape)", cfg->input_shape,
+				  path, data[0], data[1], data[2]);
 	if ((long long)in[0] * in[1] * in[2] != dim)
 		return user_error("--input-shape %s is %lld values per row; the data's rows have %d",
 				  cfg->input_shape, (long long)in[0] * in[1] * in[2], dim);

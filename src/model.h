@@ -56,9 +56,13 @@ struct model {
 /* The layers cfg asks for: --model's, or the MLP of --layers and
  * --activation. 0, or -1 with a user_error. */
 int model_specs(const struct config *cfg, struct layer_spec *spec, int *n);
-/* The shape of one input row of dim values: --input-shape's {H, W, C}, or
- * {1, 1, dim}. 0, or -1 with a user_error when H*W*C is not dim. */
-int model_input_shape(const struct config *cfg, int dim, int in[3]);
+/* The shape in ({H, W, C}) of one input row of the data file path, whose
+ * rows have shape data ({H, W, C} of [N, H, W, C] images, {1, 1, D} of flat
+ * [N, D] rows): --input-shape's for flat rows, else the data's. 0, or -1
+ * with a user_error when --input-shape is malformed, its H*W*C is not D, or
+ * it differs from the images' shape (naming both and path). */
+int model_input_shape(const struct config *cfg, const char *path, const int data[3],
+		      int in[3]);
 /* Lays the model out for input rows of shape in ({H, W, C}) and C classes:
  * every layer's shapes, the registry (Keras names: dense/kernel [D,O0],
  * dense/bias [O0], dense_1/...), without allocating. 0, or -1 with a

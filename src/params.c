@@ -10,18 +10,16 @@ void params_init(struct params *reg) { memset(reg, 0, sizeof(*reg)); }
 static size_t add(struct params *reg, const char *name, int ndim, const long *dims,
 		  int trainable)
 {
-	if (reg->n == PARAM_MAX || params_find(reg, name) || ndim < 1 || ndim > 2 ||
-	    (trainable && reg->n > reg->n_trainable))
+	if (reg->n == PARAM_MAX || params_find(reg, name) || ndim < 1 ||
+	    ndim > SHAPE_MAX_RANK || (trainable && reg->n > reg->n_trainable))
 		check_fail("mtrain", "params_add", name, __FILE__, __LINE__);
 	struct param *p = &reg->p[reg->n++];
 	p->trainable = trainable;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->ndim = ndim;
-	p->size = 1;
-	for (int i = 0; i < ndim; i++) {
+	for (int i = 0; i < ndim; i++)
 		p->shape[i] = dims[i];
-		p->size *= (size_t)dims[i];
-	}
+	p->size = shape_cells(ndim, dims);
 	p->offset = (reg->total + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
 	reg->total = p->offset + p->size;
 	if (trainable) {
@@ -57,22 +55,13 @@ const struct param *params_find(const struct params *reg, const char *name)
 	return NULL;
 }
 
-void params_shape_text(int ndim, const long *shape, char *buf, size_t len)
-{
-	size_t used = snprintf(buf, len, "[");
-	for (int i = 0; i < ndim && used < len; i++)
-		used += snprintf(buf + used, len - used, "%s%ld", i ? "," : "", shape[i]);
-	if (used < len)
-		snprintf(buf + used, len - used, "]");
-}
-
 void params_signature(const struct params *reg, char *buf, size_t len)
 {
 	size_t used = 0;
 	buf[0] = 0;
 	for (int i = 0; i < reg->n && used < len; i++) {
 		char shape[64];
-		params_shape_text(reg->p[i].ndim, reg->p[i].shape, shape, sizeof(shape));
+		shape_text(reg->p[i].ndim, reg->p[i].shape, shape, sizeof(shape));
 		used += snprintf(buf + used, len - used, "%s%s;", reg->p[i].name, shape);
 	}
 }

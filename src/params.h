@@ -9,6 +9,8 @@
 #pragma once
 #include <stddef.h>
 
+#include "shape.h"
+
 #define PARAM_NAME_LEN 96
 #define PARAM_MAX 64
 /* Every variable starts at a multiple of this many elements (vector
@@ -17,10 +19,10 @@
 
 struct param {
 	char name[PARAM_NAME_LEN]; /* e.g. "dense_1/kernel" */
-	int ndim;                  /* 1 or 2 */
-	long shape[2];             /* e.g. {256, 256} */
+	int ndim;                  /* 1 to SHAPE_MAX_RANK */
+	long shape[SHAPE_MAX_RANK]; /* e.g. {256, 256}, {3, 3, 1, 32}; 0 past ndim */
 	size_t offset;             /* first element in the flat buffer */
-	size_t size;               /* elements, shape[0] * shape[1] */
+	size_t size;               /* elements, shape_cells(ndim, shape) */
 	int trainable;             /* 1, or 0 for a non-trainable variable */
 };
 
@@ -35,8 +37,9 @@ struct params {
 /* Empties the registry. */
 void params_init(struct params *reg);
 /* Registers the trainable variable name with shape dims[0..ndim); returns
- * its offset. Aborts on a duplicate name, a full registry or a trainable
- * variable after a non-trainable one (programming errors). */
+ * its offset. Aborts on a duplicate name, a full registry, ndim outside 1
+ * to SHAPE_MAX_RANK or a trainable variable after a non-trainable one
+ * (programming errors). */
 size_t params_add(struct params *reg, const char *name, int ndim, const long *dims);
 /* The same for a non-trainable variable: after every trainable one. */
 size_t params_add_state(struct params *reg, const char *name, int ndim, const long *dims);
@@ -44,8 +47,6 @@ size_t params_add_state(struct params *reg, const char *name, int ndim, const lo
 size_t params_count(const struct params *reg);
 /* The variable called name, or NULL. */
 const struct param *params_find(const struct params *reg, const char *name);
-/* "[784,256]" */
-void params_shape_text(int ndim, const long *shape, char *buf, size_t len);
 /* "name[shape];..." for every variable: equal signatures, equal registries. */
 void params_signature(const struct params *reg, char *buf, size_t len);
 /* "<var>/<suffix>", e.g. "dense/kernel/ExponentialMovingAverage". */

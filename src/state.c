@@ -36,8 +36,7 @@ void state_init(struct state *s, const struct backend *be, const struct params *
 			else
 				snprintf(v->name, sizeof(v->name), "%s", p->name);
 			v->ndim = p->ndim;
-			v->shape[0] = p->shape[0];
-			v->shape[1] = p->ndim > 1 ? p->shape[1] : 0;
+			memcpy(v->shape, p->shape, sizeof(v->shape));
 			v->data = s->host[k] ? s->host[k] + p->offset : NULL;
 		}
 }

@@ -262,7 +262,8 @@ static int build(struct trainer *t, int max_rows)
 	struct layer_spec spec[MODEL_MAX_LAYERS];
 	int n_spec = 0;
 	int in[3];
-	if (model_input_shape(cfg, t->train.dim, in) == 0 && model_specs(cfg, spec, &n_spec) == 0 &&
+	if (model_input_shape(cfg, cfg->data, t->train.shape, in) == 0 &&
+	    model_specs(cfg, spec, &n_spec) == 0 &&
 	    model_plan(&t->model, spec, n_spec, in, t->train.classes, cfg->seed) == 0) {
 		double P = (double)t->model.reg.total;
 		resources_check("the model", model_bytes(&t->model, max_rows) +

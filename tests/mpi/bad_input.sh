@@ -3,7 +3,7 @@
 # checkpoint folder, no metrics file.
 . "$(dirname "$0")/lib.sh"
 make_data
-for kind in nan neglabel x1d int16 ylen noy ncarray wide vast xgroup xlink xcompound; do
+for kind in nan neglabel x1d x3d int16 ylen noy ncarray wide vast xgroup xlink xcompound; do
 	"$MKDATA" bad bad-$kind.h5 $kind
 done
 "$MKDATA" synth wide.h5 30 13 3 1
@@ -50,6 +50,18 @@ bad "text.h5: not an HDF5 file" "${SMALL[@]}" --data text.h5
 bad "bad-nan.h5: x\[5, 2\] is NaN" "${SMALL[@]}" --data bad-nan.h5
 bad "bad-neglabel.h5: y\[3\] = -1 is negative" "${SMALL[@]}" --data bad-neglabel.h5 --batch 4
 bad "bad-x1d.h5: dataset 'x' has 1 dimensions" "${SMALL[@]}" --data bad-x1d.h5
+bad "bad-x3d.h5: dataset 'x' has 3 dimensions; expected 2 or 4 (\[N, D\] or \[N, H, W, C\])" \
+	"${SMALL[@]}" --data bad-x3d.h5
+# Images [N, H, W, C]: --input-shape may only repeat their shape, and the
+# eval rows must be shaped as the training rows.
+"$MKDATA" reshape train.h5 img-train.h5 2 2 3
+"$MKDATA" reshape eval.h5 img-eval.h5 2 2 3
+IMG=("${SMALL[@]}" --data img-train.h5 --eval-data img-eval.h5)
+bad "--input-shape 3,2,2 does not match the images of img-train.h5, 2,2,3" "${IMG[@]}" --input-shape 3,2,2
+bad "eval.h5: input rows are \[12\] but the training set img-train.h5's are \[2,2,3\]" \
+	"${IMG[@]}" --eval-data eval.h5
+# Repeating their shape is fine (tests/mpi/model.sh trains on images).
+expect_status 0 "$MTRAIN" "${IMG[@]}" --input-shape 2,2,3 --steps 2 --ckpt-dir img.ck
 bad "bad-int16.h5: dataset 'x' has integers of 2 bytes; expected float32 or uint8" "${SMALL[@]}" --data bad-int16.h5
 bad "bad-ylen.h5: 'y' has 7 rows but 'x' has 8" "${SMALL[@]}" --data bad-ylen.h5
 bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5
@@ -147,10 +159,10 @@ grep -q "^mtrain: error: --metrics /proc/m.jsonl: cannot open" last.err || { cat
 # Checkpoints that mtrain did not write so (edited, or made by other tools):
 # one line each, from resume and inspect alike.
 "$MTRAIN" "${SMALL[@]}" --steps 8 --ckpt-dir good >/dev/null
-for defect in rank3 f64 dup forge:step_in_epoch=100 forge:global_step=-5 vlconfig strarray huge holes; do
+for defect in rank5 f64 dup forge:step_in_epoch=100 forge:global_step=-5 vlconfig strarray huge holes; do
 	"$MKDATA" badckpt good/ckpt-00000008.h5 "b-$defect.h5" "$defect"
 done
-bad "b-rank3.h5: dense/kernel has 3 dimensions; expected 1 or 2" "${SMALL[@]}" --resume b-rank3.h5
+bad "b-rank5.h5: dense/kernel has 5 dimensions; expected 1 to 4" "${SMALL[@]}" --resume b-rank5.h5
 bad "b-f64.h5: dense/kernel is float64; expected float32" "${SMALL[@]}" --resume b-f64.h5
 bad "b-dup.h5: dense/kernel is stored twice" "${SMALL[@]}" --resume b-dup.h5
 bad "global_step 8, epoch 1 and step_in_epoch 100 do not agree with 6 steps per epoch" \
@@ -164,8 +176,8 @@ bad "b-huge.h5: dense/kernel declares .2147483648,2147483648. but the file does 
 bad "b-holes.h5: dense/kernel declares .12,16. but the file does not hold" "${SMALL[@]}" --resume b-holes.h5
 expect_status 2 "$MTRAIN" inspect b-huge.h5
 grep -q "dense/kernel declares" last.err || { cat last.err; fail "inspect of a forged shape"; }
-expect_status 2 "$MTRAIN" inspect b-rank3.h5
-grep -q "dense/kernel has 3 dimensions" last.err || { cat last.err; fail "inspect of a rank-3 variable"; }
+expect_status 2 "$MTRAIN" inspect b-rank5.h5
+grep -q "dense/kernel has 5 dimensions" last.err || { cat last.err; fail "inspect of a rank-5 variable"; }
 # A config attribute written as h5py writes strings (variable length) reads.
 expect_status 0 ranks 1 eval --ckpt b-vlconfig.h5 --device cpu
 

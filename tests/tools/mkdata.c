@@ -3,15 +3,16 @@
  *
  *   mkdata synth OUT N D C SEED [u8]   N rows, D features, C classes
  *   mkdata slice IN OUT FIRST COUNT    rows [FIRST, FIRST+COUNT) of IN
+ *   mkdata reshape IN OUT H W C        IN's rows as images: x [N, H, W, C]
  *   mkdata overflow IN OUT ROW         IN with row ROW's inputs at 3e38 (finite,
  *                                      but its logits overflow)
- *   mkdata bad OUT KIND                KIND: nan neglabel x1d int16 ylen noy,
+ *   mkdata bad OUT KIND                KIND: nan neglabel x1d x3d int16 ylen noy,
  *                                      ncarray (y.num_classes an array of 64),
  *                                      wide (x declared [2, 2^31 + 2], not stored),
  *                                      vast (x declared [1e5, 1e6], not stored),
  *                                      xgroup, xlink (dangling), xcompound
  *   mkdata badckpt IN OUT KIND         a copy of checkpoint IN with one defect
- *                                      in dense/kernel (rank3 f64 dup nan; huge:
+ *                                      in dense/kernel (rank5 f64 dup nan; huge:
  *                                      declared [2^31, 2^31], not stored; holes:
  *                                      chunks never written) or its
  *                                      root (ATTR=VALUE: an int64 attribute, as a
@@ -57,7 +58,8 @@ static int synth(const char *out, long n, int d, int c, uint64_t seed, int u8)
 			x8[(size_t)i * d + j] = (uint8_t)(s < 0 ? 0 : s > 255 ? 255 : s);
 		}
 	}
-	int rc = dataset_write(out, u8 ? x8 : NULL, u8 ? NULL : x, y, n, d, c);
+	const int row[3] = {1, 1, d};
+	int rc = dataset_write(out, u8 ? x8 : NULL, u8 ? NULL : x, y, n, row, c);
 	free(centre);
 	free(x);
 	free(x8);
@@ -77,7 +79,23 @@ static int slice(const char *in, const char *out, long first, long count)
 	}
 	int rc = dataset_write(out, d.x8 ? d.x8 + (size_t)first * d.dim : NULL,
 			       d.xf ? d.xf + (size_t)first * d.dim : NULL, d.y + first, count,
-			       d.dim, d.classes);
+			       d.shape, d.classes);
+	dataset_free(&d);
+	return rc;
+}
+
+static int reshape(const char *in, const char *out, const int row[3])
+{
+	struct dataset d;
+	if (dataset_load(&d, in, 0, 1))
+		return -1;
+	if ((long)row[0] * row[1] * row[2] != d.dim) {
+		fprintf(stderr, "mkdata: %d,%d,%d is not the %d values of %s's rows\n", row[0],
+			row[1], row[2], d.dim, in);
+		dataset_free(&d);
+		return -1;
+	}
+	int rc = dataset_write(out, d.x8, d.xf, d.y, d.n, row, d.classes);
 	dataset_free(&d);
 	return rc;
 }
@@ -89,7 +107,7 @@ static int overflow(const char *in, const char *out, long row)
 		return fprintf(stderr, "mkdata: %s: needs float32 x with row %ld\n", in, row), -1;
 	for (int j = 0; j < d.dim; j++)
 		d.xf[(size_t)row * d.dim + j] = 3e38f;
-	int rc = dataset_write(out, NULL, d.xf, d.y, d.n, d.dim, d.classes);
+	int rc = dataset_write(out, NULL, d.xf, d.y, d.n, d.shape, d.classes);
 	dataset_free(&d);
 	return rc;
 }
@@ -139,7 +157,7 @@ static int bad(const char *out, const char *kind)
 	}
 	for (int i = 0; i < 8; i++)
 		y[i] = i % 2;
-	hsize_t d2[2] = {8, 4}, d1[1] = {8}, d32[1] = {32}, d7[1] = {7};
+	hsize_t d2[2] = {8, 4}, d1[1] = {8}, d32[1] = {32}, d7[1] = {7}, d3[3] = {8, 2, 2};
 	if (!strcmp(kind, "nan"))
 		x[4 * 5 + 2] = NAN;
 	if (!strcmp(kind, "neglabel"))
@@ -161,6 +179,8 @@ static int bad(const char *out, const char *kind)
 		unwritten(file, "x", "x", H5T_NATIVE_FLOAT, strcmp(kind, "vast") ? wide : vast);
 	} else if (!strcmp(kind, "x1d"))
 		raw_dataset(file, "x", H5T_NATIVE_FLOAT, 1, d32, x);
+	else if (!strcmp(kind, "x3d"))
+		raw_dataset(file, "x", H5T_NATIVE_FLOAT, 3, d3, x);
 	else if (!strcmp(kind, "int16"))
 		raw_dataset(file, "x", H5T_NATIVE_INT16, 2, d2, x16);
 	else
@@ -196,11 +216,12 @@ static void put_attr(hid_t obj, const char *key, hid_t type, const void *value)
 }
 
 /* Replaces the matrix at path by one of another type holding the same
- * values, or by a [rows, cols, 2] float32 array (rank3), named name. */
-static void restore_as(hid_t file, const char *path, const char *name, hid_t type, int rank3)
+ * values, or by a [rows, cols, 2, 1, 1] float32 array (rank5: more
+ * dimensions than a variable has), named name. */
+static void restore_as(hid_t file, const char *path, const char *name, hid_t type, int rank5)
 {
 	hid_t ds = H5Dopen2(file, path, H5P_DEFAULT), space = H5Dget_space(ds);
-	hsize_t dims[3] = {0, 0, 2};
+	hsize_t dims[5] = {0, 0, 2, 1, 1};
 	H5Sget_simple_extent_dims(space, dims, NULL);
 	size_t n = (size_t)dims[0] * dims[1];
 	double *v = malloc(sizeof(double) * n * 2);
@@ -209,7 +230,7 @@ static void restore_as(hid_t file, const char *path, const char *name, hid_t typ
 	H5Sclose(space);
 	H5Dclose(ds);
 	H5Ldelete(file, path, H5P_DEFAULT);
-	space = H5Screate_simple(rank3 ? 3 : 2, dims, NULL);
+	space = H5Screate_simple(rank5 ? 5 : 2, dims, NULL);
 	ds = H5Dcreate2(file, path, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
 	hid_t str = H5Tcopy(H5T_C_S1);
@@ -287,7 +308,7 @@ static int badckpt(const char *in, const char *out, const char *kind)
 		step++;
 		H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &step);
 		H5Dclose(ds);
-	} else if (!strcmp(kind, "rank3")) {
+	} else if (!strcmp(kind, "rank5")) {
 		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_FLOAT, 1);
 	} else if (!strcmp(kind, "f64")) {
 		restore_as(file, "dense.kernel", "dense/kernel", H5T_NATIVE_DOUBLE, 0);
@@ -353,7 +374,10 @@ int main(int argc, char **argv)
 			   strtoull(argv[6], NULL, 10), argc > 7 && !strcmp(argv[7], "u8"));
 	else if (argc == 6 && !strcmp(argv[1], "slice"))
 		rc = slice(argv[2], argv[3], atol(argv[4]), atol(argv[5]));
-	else if (argc == 5 && !strcmp(argv[1], "overflow"))
+	else if (argc == 7 && !strcmp(argv[1], "reshape")) {
+		const int row[3] = {atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
+		rc = reshape(argv[2], argv[3], row);
+	} else if (argc == 5 && !strcmp(argv[1], "overflow"))
 		rc = overflow(argv[2], argv[3], atol(argv[4]));
 	else if (argc == 4 && !strcmp(argv[1], "bad"))
 		rc = bad(argv[2], argv[3]);
@@ -361,7 +385,7 @@ int main(int argc, char **argv)
 		rc = badckpt(argv[2], argv[3], argv[4]);
 	else
 		fprintf(stderr, "usage: mkdata synth OUT N D C SEED [u8] | slice IN OUT FIRST COUNT"
-				" | bad OUT KIND | badckpt IN OUT KIND\n");
+				" | reshape IN OUT H W C | bad OUT KIND | badckpt IN OUT KIND\n");
 	if (rc && user_error_pending())
 		fprintf(stderr, "mkdata: %s\n", user_error_text());
 	return rc ? 1 : 0;

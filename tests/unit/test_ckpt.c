@@ -1,9 +1,11 @@
 /* HDF5 checkpoints: bitwise round trip, the root attributes' file format,
  * optional and required attributes and format versions, strict name/shape
  * checks, checksum failures on corrupt or truncated files, listing, pruning
- * and inspecting, and reading while other threads allocate. */
+ * and inspecting, variables of rank 1 to 4 (a rank 0 or 5 one refused), and
+ * reading while other threads allocate. */
 #include "ckpt.h"
 #include "config.h"
+#include "h5attr.h"
 #include "log.h"
 #include "rng.h"
 #include "unit.h"
@@ -15,7 +17,8 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-enum { N_VARS = 4, BIG = 2 }; /* vars[BIG] is the largest dataset */
+enum { N_VARS = 5, BIG = 2, CONV = 4 }; /* vars[BIG] is the largest dataset, vars[CONV]
+					     * the rank-4 one */
 
 struct fixture {
 	struct ckpt_var vars[N_VARS];
@@ -27,12 +30,13 @@ static void fixture_init(struct fixture *f)
 	static const struct {
 		const char *name;
 		int ndim;
-		long shape[2];
+		long shape[SHAPE_MAX_RANK];
 	} spec[N_VARS] = {
 		{"dense/kernel", 2, {3, 4}},
-		{"dense/bias", 1, {4, 0}},
+		{"dense/bias", 1, {4}},
 		{"dense_1/kernel", 2, {64, 32}},
-		{"dense_1/bias/Adam", 1, {32, 0}},
+		{"dense_1/bias/Adam", 1, {32}},
+		{"conv2d/kernel", 4, {3, 3, 1, 32}}, /* Keras' [kh, kw, in, out] */
 	};
 	struct rng r;
 	rng_init(&r, 2024, 0);
@@ -41,9 +45,8 @@ static void fixture_init(struct fixture *f)
 		struct ckpt_var *v = &f->vars[i];
 		snprintf(v->name, sizeof(v->name), "%s", spec[i].name);
 		v->ndim = spec[i].ndim;
-		v->shape[0] = spec[i].shape[0];
-		v->shape[1] = spec[i].ndim > 1 ? spec[i].shape[1] : 1;
-		size_t n = (size_t)v->shape[0] * v->shape[1];
+		memcpy(v->shape, spec[i].shape, sizeof(v->shape));
+		size_t n = ckpt_var_cells(v);
 		v->data = malloc(n * sizeof(float));
 		for (size_t j = 0; j < n; j++)
 			v->data[j] = 4.0f * rng_uniform(&r) - 2.0f;
@@ -75,7 +78,7 @@ static void vars_like(struct ckpt_var *dst, const struct ckpt_var *src, int n)
 {
 	for (int i = 0; i < n; i++) {
 		dst[i] = src[i];
-		dst[i].data = calloc((size_t)src[i].shape[0] * src[i].shape[1], sizeof(float));
+		dst[i].data = calloc(ckpt_var_cells(&src[i]), sizeof(float));
 	}
 }
 
@@ -87,7 +90,7 @@ static void vars_free(struct ckpt_var *v, int n)
 
 static size_t var_bytes(const struct ckpt_var *v)
 {
-	return (size_t)v->shape[0] * v->shape[1] * sizeof(float);
+	return ckpt_var_cells(v) * sizeof(float);
 }
 
 static int lacks(const char *text, const char *part)
@@ -336,9 +339,20 @@ static void check_strict(const char *path, const struct fixture *f)
 	vars_like(got, f->vars, N_VARS);
 	got[0].ndim = 1;
 	got[0].shape[0] = 12;
-	got[0].shape[1] = 1;
+	got[0].shape[1] = 0;
 	EXPECT(ckpt_read(path, got, N_VARS, 0, &m) == -1);
 	EXPECT(contains(user_error_text(), "dense/kernel: checkpoint [3,4] vs model [12]"));
+	vars_free(got, N_VARS);
+
+	/* The same values, another rank: a flattened conv2d kernel. */
+	user_error_clear();
+	vars_like(got, f->vars, N_VARS);
+	got[CONV].ndim = 2;
+	got[CONV].shape[0] = 9;
+	got[CONV].shape[1] = 32;
+	got[CONV].shape[2] = got[CONV].shape[3] = 0;
+	EXPECT(ckpt_read(path, got, N_VARS, 0, &m) == -1);
+	EXPECT(contains(user_error_text(), "conv2d/kernel: checkpoint [3,3,1,32] vs model [9,32]"));
 	vars_free(got, N_VARS);
 
 	/* A variable the model has and the checkpoint lacks. */
@@ -356,7 +370,7 @@ static void check_strict(const char *path, const struct fixture *f)
 	/* A variable the checkpoint has and the model lacks: dense/bias. */
 	user_error_clear();
 	vars_like(got, f->vars, N_VARS);
-	struct ckpt_var fewer[N_VARS - 1] = {got[0], got[2], got[3]};
+	struct ckpt_var fewer[N_VARS - 1] = {got[0], got[2], got[3], got[4]};
 	EXPECT(ckpt_read(path, fewer, N_VARS - 1, 0, &m) == -1);
 	EXPECT(contains(user_error_text(), "dense/bias"));
 	EXPECT(lacks(user_error_text(), "global_step")); /* not a model variable */
@@ -453,6 +467,7 @@ static void check_inspect(const char *path, const struct fixture *f)
 	for (int i = 0; i < N_VARS; i++)
 		EXPECT(contains(text, f->vars[i].name));
 	EXPECT(contains(text, "[64,32]"));
+	EXPECT(contains(text, "\nconv2d/kernel                                [3,3,1,32]   float32  "));
 	EXPECT(contains(text, "float32"));
 	snprintf(want, sizeof(want), "file            %s\nformat          mtrain-checkpoint %d\n"
 		 "global_step     42\nepoch           3\n", path, CKPT_FORMAT_VERSION);
@@ -466,6 +481,74 @@ static void check_inspect(const char *path, const struct fixture *f)
 	EXPECT(lines > 10 && contains(text, want));
 	EXPECT(contains(text, "\nglobal_step                                  [1]          int64    "));
 	free(text);
+
+	text = NULL;
+	out = open_memstream(&text, &len);
+	EXPECT(ckpt_inspect(path, 1, out) == 0);
+	fclose(out);
+	EXPECT(contains(text, "{\"name\":\"conv2d/kernel\",\"shape\":[3,3,1,32],\"dtype\":\"float32\""));
+	EXPECT(contains(text, "{\"name\":\"dense/bias\",\"shape\":[4],"));
+	free(text);
+}
+
+/* A copy of src at dir/name whose conv2d/kernel is stored with rank nd (0
+ * or 5: what mtrain never writes). 0, or -1 when that failed. */
+static int copy_with_rank(const char *src, const char *dir, const char *name, int nd,
+			  char *dst, size_t len)
+{
+	size_t n = 0;
+	unsigned char *bytes = fixture_read_file(src, &n);
+	snprintf(dst, len, "%s/%s", dir, name);
+	int rc = bytes && !fixture_write_file(dst, bytes, n) ? 0 : -1;
+	free(bytes);
+	hid_t file = rc ? -1 : H5Fopen(dst, H5F_ACC_RDWR, H5P_DEFAULT);
+	if (file < 0 || H5Ldelete(file, "conv2d.kernel", H5P_DEFAULT) < 0)
+		rc = -1;
+	const hsize_t dims[5] = {3, 3, 1, 32, 1};
+	float values[288] = {0};
+	hid_t space = nd ? H5Screate_simple(nd, dims, NULL) : H5Screate(H5S_SCALAR);
+	hid_t ds = rc ? -1 : H5Dcreate2(file, "conv2d.kernel", H5T_IEEE_F32LE, space,
+					 H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (ds < 0 || H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values) < 0 ||
+	    h5attr_put_str(ds, "name", "conv2d/kernel"))
+		rc = -1;
+	if (ds >= 0)
+		H5Dclose(ds);
+	H5Sclose(space);
+	if (file >= 0 && H5Fclose(file) < 0)
+		rc = -1;
+	return rc;
+}
+
+/* A variable of rank 5 or 0 in a file: one line naming the file and the
+ * variable, RC_CORRUPT, from resume and inspect alike. */
+static void check_bad_rank(const char *dir, const char *path, const struct fixture *f)
+{
+	static const struct {
+		int nd;
+		const char *file, *line;
+	} cases[] = {
+		{5, "rank5.h5", "rank5.h5: conv2d/kernel has 5 dimensions; expected 1 to 4"},
+		{0, "rank0.h5", "rank0.h5: conv2d/kernel has 0 dimensions; expected 1 to 4"},
+	};
+	for (int i = 0; i < 2; i++) {
+		char bad[1200];
+		struct ckpt_var got[N_VARS];
+		struct ckpt_meta m;
+		EXPECT(copy_with_rank(path, dir, cases[i].file, cases[i].nd, bad, sizeof(bad)) == 0);
+		user_error_clear();
+		vars_like(got, f->vars, N_VARS);
+		EXPECT(ckpt_read(bad, got, N_VARS, 0, &m) == RC_CORRUPT);
+		EXPECT(contains(user_error_text(), cases[i].line));
+		EXPECT(!strchr(user_error_text(), '\n'));
+		vars_free(got, N_VARS);
+		user_error_clear();
+		FILE *out = fopen("/dev/null", "w");
+		EXPECT(ckpt_inspect(bad, 0, out) == -1);
+		fclose(out);
+		EXPECT(contains(user_error_text(), cases[i].line));
+		user_error_clear();
+	}
 }
 
 /* ckpt_list: newest first by step; ckpt_prune keeps the newest. */
@@ -598,6 +681,7 @@ int main(void)
 	check_strict(path, &f);
 	check_corruption(dir, path, &f);
 	check_inspect(path, &f);
+	check_bad_rank(dir, path, &f);
 	check_busy_threads(path);
 	check_list_prune(dir, &f);
 	fixture_free(&f);

@@ -1,5 +1,6 @@
-/* Data files: IDX (.gz) import, whole and sharded loads, uint8 scaling, float32
- * files, and one-line errors naming the file and the problem for bad input. */
+/* Data files: IDX (.gz) import (images as [N, H, W, 1]), whole and sharded
+ * loads of x [N, D] and [N, H, W, C], uint8 scaling, float32 files, and
+ * one-line errors naming the file and the problem for bad input. */
 #include "dataset.h"
 #include "log.h"
 #include "unit.h"
@@ -55,6 +56,24 @@ static void write_idx(const char *images, const char *labels, uint32_t magic,
 	EXPECT(write_gz(labels, lab, 8 + n_hdr) == 0);
 }
 
+/* The rank of dataset x in path, its dims in dims; -1 if unreadable. */
+static int x_dims(const char *path, hsize_t dims[4])
+{
+	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	hid_t ds = f < 0 ? -1 : H5Dopen2(f, "x", H5P_DEFAULT);
+	hid_t sp = ds < 0 ? -1 : H5Dget_space(ds);
+	int nd = sp < 0 ? -1 : H5Sget_simple_extent_ndims(sp);
+	if (nd >= 1 && nd <= 4)
+		H5Sget_simple_extent_dims(sp, dims, NULL);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ds >= 0)
+		H5Dclose(ds);
+	if (f >= 0)
+		H5Fclose(f);
+	return nd;
+}
+
 static void check_idx_import(const uint8_t *x, const uint8_t *y)
 {
 	char images[1100], labels[1100], h5[1100];
@@ -65,11 +84,16 @@ static void check_idx_import(const uint8_t *x, const uint8_t *y)
 	user_error_clear();
 	EXPECT(dataset_import_idx(images, labels, h5) == 0);
 	EXPECT(!user_error_pending());
+	/* Images as Keras stores them: [N, rows, cols, 1]. */
+	hsize_t dims[4] = {0};
+	EXPECT(x_dims(h5, dims) == 4);
+	EXPECT(dims[0] == N && dims[1] == ROWS && dims[2] == COLS && dims[3] == 1);
 
 	struct dataset d;
 	EXPECT(dataset_load(&d, h5, 0, 1) == 0);
 	EXPECT(d.n_total == N && d.first == 0 && d.n == N);
 	EXPECT(d.dim == DIM);
+	EXPECT(d.shape[0] == ROWS && d.shape[1] == COLS && d.shape[2] == 1);
 	EXPECT(d.classes == CLASSES);
 	EXPECT(d.x8 != NULL && d.xf == NULL);
 	EXPECT(d.x8 && memcmp(d.x8, x, N * DIM) == 0);
@@ -142,10 +166,17 @@ static void check_float_file(void)
 		xf[i] = (float)i * 0.37f - 2.0f;
 	char h5[1100];
 	path_in(h5, sizeof(h5), "float.h5");
-	EXPECT(dataset_write(h5, NULL, xf, y, FN, FD, 7) == 0);
+	const int flat[3] = {1, 1, FD};
+	EXPECT(dataset_write(h5, NULL, xf, y, FN, flat, 7) == 0);
+	hsize_t dims[4] = {0};
+	EXPECT(x_dims(h5, dims) == 2 && dims[0] == FN && dims[1] == FD); /* a flat row: [N, D] */
 	struct dataset d;
 	EXPECT(dataset_load(&d, h5, 0, 1) == 0);
 	EXPECT(d.n == FN && d.dim == FD);
+	EXPECT(d.shape[0] == 1 && d.shape[1] == 1 && d.shape[2] == FD);
+	char text[32];
+	dataset_row_text(&d, text, sizeof(text));
+	EXPECT_STR(text, "[3]");
 	EXPECT(d.classes == 7); /* num_classes attribute beats max(y) + 1 */
 	EXPECT(d.xf != NULL && d.x8 == NULL);
 	EXPECT(d.xf && memcmp(d.xf, xf, sizeof(xf)) == 0);
@@ -208,25 +239,26 @@ static void check_bad_files(void)
 
 	float xf[4 * 3] = {0};
 	int32_t y[12] = {0, 1, 2, 1, 0, 1, 2, 1, 0, 1, 2, 1};
+	const int flat[3] = {1, 1, 3};
 	xf[3 * 3 + 1] = NAN;
 	path_in(path, sizeof(path), "nan.h5");
-	EXPECT(dataset_write(path, NULL, xf, y, 4, 3, 3) == 0);
+	EXPECT(dataset_write(path, NULL, xf, y, 4, flat, 3) == 0);
 	expect_load_error(path, "NaN", "x[3, 1]");
 
 	xf[3 * 3 + 1] = INFINITY;
 	path_in(path, sizeof(path), "inf.h5");
-	EXPECT(dataset_write(path, NULL, xf, y, 4, 3, 3) == 0);
+	EXPECT(dataset_write(path, NULL, xf, y, 4, flat, 3) == 0);
 	expect_load_error(path, "infinite", "x[3, 1]");
 	xf[3 * 3 + 1] = 0.0f;
 
 	int32_t neg[4] = {0, 1, -1, 2};
 	path_in(path, sizeof(path), "negative.h5");
-	EXPECT(dataset_write(path, NULL, xf, neg, 4, 3, 3) == 0);
+	EXPECT(dataset_write(path, NULL, xf, neg, 4, flat, 3) == 0);
 	expect_load_error(path, "y[2] = -1", "negative");
 
 	int32_t big[4] = {0, 1, 5, 2};
 	path_in(path, sizeof(path), "beyond.h5");
-	EXPECT(dataset_write(path, NULL, xf, big, 4, 3, 3) == 0);
+	EXPECT(dataset_write(path, NULL, xf, big, 4, flat, 3) == 0);
 	expect_load_error(path, "labels go up to 5", "num_classes = 3");
 
 	const hsize_t xd2[2] = {4, 3};
@@ -237,7 +269,18 @@ static void check_bad_files(void)
 	const hsize_t xd1[1] = {12};
 	path_in(path, sizeof(path), "flat.h5");
 	write_h5(path, H5T_NATIVE_FLOAT, 1, xd1, xf, 12, y);
-	expect_load_error(path, "'x' has 1 dimensions", "expected 2");
+	expect_load_error(path, "'x' has 1 dimensions", "expected 2 or 4 ([N, D] or [N, H, W, C])");
+
+	/* Rank 3 (an image without its channels) and 5: one line each. */
+	const hsize_t xd3[3] = {4, 3, 1}, xd5[5] = {4, 3, 1, 1, 1};
+	path_in(path, sizeof(path), "rank3.h5");
+	write_h5(path, H5T_NATIVE_FLOAT, 3, xd3, xf, 4, y);
+	expect_load_error(path, "rank3.h5: dataset 'x' has 3 dimensions; expected 2 or 4 "
+			  "([N, D] or [N, H, W, C])", NULL);
+	EXPECT(!strchr(user_error_text(), '\n'));
+	path_in(path, sizeof(path), "rank5.h5");
+	write_h5(path, H5T_NATIVE_FLOAT, 5, xd5, xf, 4, y);
+	expect_load_error(path, "'x' has 5 dimensions; expected 2 or 4", NULL);
 
 	int16_t x16[4 * 3] = {0};
 	path_in(path, sizeof(path), "int16.h5");
@@ -248,6 +291,63 @@ static void check_bad_files(void)
 	path_in(path, sizeof(path), "double.h5");
 	write_h5(path, H5T_NATIVE_DOUBLE, 2, xd2, x64, 4, y);
 	expect_load_error(path, "expected float32 or uint8", NULL);
+}
+
+/* x [N, H, W, C]: the row shape recorded, values in order (channels
+ * last), sharded loads, uint8 written and read back as images, a bad value
+ * named by its four indices. */
+static void check_images(void)
+{
+	enum { IN = 5, H = 2, W = 3, C = 2, ID = H * W * C };
+	float xf[IN * ID];
+	uint8_t x8[IN * ID];
+	int32_t y[IN] = {1, 0, 2, 1, 0};
+	for (int i = 0; i < IN * ID; i++) {
+		xf[i] = (float)i * 0.25f - 3.0f;
+		x8[i] = (uint8_t)(i * 7 + 1);
+	}
+	char path[1100], text[32];
+	const hsize_t xd[4] = {IN, H, W, C};
+	path_in(path, sizeof(path), "images-f32.h5");
+	write_h5(path, H5T_NATIVE_FLOAT, 4, xd, xf, IN, y);
+	struct dataset d;
+	user_error_clear();
+	EXPECT(dataset_load(&d, path, 0, 1) == 0);
+	EXPECT(d.n == IN && d.dim == ID);
+	EXPECT(d.shape[0] == H && d.shape[1] == W && d.shape[2] == C);
+	EXPECT(d.xf && memcmp(d.xf, xf, sizeof(xf)) == 0);
+	dataset_row_text(&d, text, sizeof(text));
+	EXPECT_STR(text, "[2,3,2]");
+	float row[ID];
+	int32_t label;
+	const uint32_t idx[1] = {4};
+	dataset_gather(&d, idx, 1, row, &label);
+	EXPECT(memcmp(row, xf + 4 * ID, sizeof(row)) == 0 && label == 0);
+	dataset_free(&d);
+	/* Rows [2, 5) of 5 in part 1 of 2: whole images. */
+	EXPECT(dataset_load(&d, path, 1, 2) == 0);
+	EXPECT(d.first == 2 && d.n == 3 && d.shape[2] == C);
+	EXPECT(d.xf && memcmp(d.xf, xf + 2 * ID, 3 * ID * sizeof(float)) == 0);
+	dataset_free(&d);
+
+	/* dataset_write of image rows writes [N, H, W, C]; uint8 reads back. */
+	const int image[3] = {H, W, C};
+	hsize_t dims[4] = {0};
+	path_in(path, sizeof(path), "images-u8.h5");
+	EXPECT(dataset_write(path, x8, NULL, y, IN, image, 3) == 0);
+	EXPECT(x_dims(path, dims) == 4 && dims[0] == IN && dims[1] == H && dims[2] == W &&
+	       dims[3] == C);
+	EXPECT(dataset_load(&d, path, 0, 1) == 0);
+	EXPECT(d.x8 && memcmp(d.x8, x8, sizeof(x8)) == 0);
+	EXPECT(d.shape[0] == H && d.shape[1] == W && d.shape[2] == C);
+	dataset_free(&d);
+
+	/* Row 3, h 1, w 2, c 0 is cell 3 * 12 + 1 * 6 + 2 * 2 + 0. */
+	xf[3 * ID + 10] = NAN;
+	path_in(path, sizeof(path), "images-nan.h5");
+	write_h5(path, H5T_NATIVE_FLOAT, 4, xd, xf, IN, y);
+	expect_load_error(path, "x[3, 1, 2, 0] is NaN", NULL);
+	user_error_clear();
 }
 
 static void check_bad_idx(const uint8_t *x, const uint8_t *y)
@@ -332,6 +432,7 @@ int main(void)
 		y[i] = (uint8_t)(i == N - 1 ? CLASSES - 1 : i % 3);
 	check_idx_import(x, y);
 	check_float_file();
+	check_images();
 	check_bad_files();
 	check_bad_idx(x, y);
 	fixture_rmtree(tmpdir);

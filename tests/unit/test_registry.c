@@ -12,7 +12,7 @@ static void check_registry(const struct model *m)
 	static const struct {
 		const char *name;
 		int ndim;
-		long shape[2];
+		long shape[SHAPE_MAX_RANK];
 	} want[] = {
 		{"dense/kernel", 2, {784, 256}}, {"dense/bias", 1, {256, 0}},
 		{"dense_1/kernel", 2, {256, 256}}, {"dense_1/bias", 1, {256, 0}},
@@ -25,11 +25,8 @@ static void check_registry(const struct model *m)
 		const struct param *p = &reg->p[i];
 		EXPECT_STR(p->name, want[i].name);
 		EXPECT(p->ndim == want[i].ndim);
-		EXPECT(p->shape[0] == want[i].shape[0]);
-		if (want[i].ndim == 2)
-			EXPECT(p->shape[1] == want[i].shape[1]);
-		size_t size = (size_t)want[i].shape[0] * (want[i].ndim == 2 ? want[i].shape[1] : 1);
-		EXPECT(p->size == size);
+		EXPECT(!memcmp(p->shape, want[i].shape, sizeof(p->shape)));
+		EXPECT(p->size == shape_cells(want[i].ndim, want[i].shape));
 		EXPECT(p->offset % 16 == 0);
 		EXPECT(p->offset >= end); /* after the previous variable: increasing, disjoint */
 		end = p->offset + p->size;
@@ -73,13 +70,44 @@ static void check_names(void)
 	EXPECT(m.reg.n == 8);
 	for (int i = 0; i < 8 && i < m.reg.n; i++)
 		EXPECT_STR(m.reg.p[i].name, want[i]);
-	EXPECT(m.reg.p[2].shape[0] == 3 * 3 * 4 && m.reg.p[2].shape[1] == 2);
+	/* conv2d kernels in Keras' shape [kh, kw, in, out] */
+	EXPECT(m.reg.p[0].ndim == 4 && m.reg.p[0].size == 3 * 3 * 1 * 4);
+	EXPECT(m.reg.p[2].ndim == 4 && m.reg.p[2].shape[0] == 3 && m.reg.p[2].shape[1] == 3 &&
+	       m.reg.p[2].shape[2] == 4 && m.reg.p[2].shape[3] == 2);
 	EXPECT(m.reg.p[4].shape[0] == 4 * 4 * 2 && m.reg.p[4].shape[1] == 5);
-	const long dims[2] = {784, 256};
-	params_shape_text(2, dims, buf, sizeof(buf));
+	const long dims[SHAPE_MAX_RANK] = {784, 256};
+	shape_text(2, dims, buf, sizeof(buf));
 	EXPECT_STR(buf, "[784,256]");
-	params_shape_text(1, dims, buf, sizeof(buf));
+	shape_text(1, dims, buf, sizeof(buf));
 	EXPECT_STR(buf, "[784]");
+}
+
+/* Variables of rank 1 to 4 (a conv2d kernel as Keras stores it,
+ * [kh, kw, in, out]): their size, text and aligned place in the flat buffer. */
+static void check_ranks(void)
+{
+	struct params reg;
+	params_init(&reg);
+	const long kernel[SHAPE_MAX_RANK] = {3, 3, 1, 32}, cube[3] = {2, 3, 5}, bias[1] = {32};
+	params_add(&reg, "conv2d/kernel", 4, kernel);
+	params_add(&reg, "conv2d/bias", 1, bias);
+	params_add(&reg, "cube", 3, cube);
+	EXPECT(reg.n == 3 && reg.p[0].ndim == 4 && reg.p[2].ndim == 3);
+	EXPECT(reg.p[0].size == 3 * 3 * 1 * 32 && reg.p[2].size == 30);
+	EXPECT(shape_cells(4, kernel) == 288);
+	EXPECT(reg.p[1].offset == 288 && reg.p[2].offset == 320);
+	EXPECT(reg.p[2].shape[3] == 0); /* zero past ndim */
+	EXPECT(params_count(&reg) == 288 + 32 + 30);
+	char buf[64];
+	shape_text(reg.p[0].ndim, reg.p[0].shape, buf, sizeof(buf));
+	EXPECT_STR(buf, "[3,3,1,32]");
+	params_signature(&reg, buf, sizeof(buf));
+	EXPECT(strstr(buf, "conv2d/kernel[3,3,1,32];conv2d/bias[32];cube[2,3,5];") == buf);
+	/* A shape whose product overflows, a negative one, ranks 0 and 5. */
+	const long huge[2] = {1L << 40, 1L << 40}, neg[2] = {4, -1};
+	EXPECT(shape_fits(4, kernel, 288) && !shape_fits(4, kernel, 287));
+	EXPECT(!shape_fits(2, huge, (size_t)1 << 40) && !shape_fits(2, neg, 100));
+	EXPECT(!shape_fits(0, kernel, 100) && !shape_fits(5, kernel, 1000));
 }
 
 static void check_signature(const struct backend *be, const struct model *m)
@@ -158,6 +186,7 @@ int main(void)
 	model_init(&m, be, 784, 10, hidden, 2, ACT_RELU, 1);
 	check_registry(&m);
 	check_names();
+	check_ranks();
 	check_signature(be, &m);
 	check_glorot(&m);
 	model_free(&m);
