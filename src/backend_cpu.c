@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 #include <float.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,9 +58,11 @@ static void cpu_bias_act(const struct backend *be, float *a, float *z, const flo
 static void cpu_act_backward(const struct backend *be, float *dz, const float *da, const float *z,
 			     size_t n, enum act_kind act)
 {
-	if (act == ACT_RELU) {
-		for (size_t i = 0; i < n; i++)
-			dz[i] = z[i] > 0.0f ? da[i] : 0.0f;
+	if (act == ACT_RELU) { /* both loaded unconditionally: vectorises */
+		for (size_t i = 0; i < n; i++) {
+			float d = da[i];
+			dz[i] = z[i] > 0.0f ? d : 0.0f;
+		}
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -69,6 +72,11 @@ static void cpu_act_backward(const struct backend *be, float *dz, const float *d
 static void cpu_act_forward(const struct backend *be, float *a, const float *z, size_t n,
 			    enum act_kind act)
 {
+	if (act == ACT_RELU) { /* the common case, kept vectorisable */
+		for (size_t i = 0; i < n; i++)
+			a[i] = z[i] > 0.0f ? z[i] : 0.0f;
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		a[i] = act_fwd(act, z[i]);
 }
@@ -84,10 +92,24 @@ static void cpu_dropout(const struct backend *be, float *y, const float *x, int 
 		}
 }
 
+/* The kernel columns [*ka, *kb) of window row ky at (oy, ox) that fall
+ * inside the input (a run of consecutive input columns: kx moves ix by 1);
+ * -1 in *iy when the row itself is outside. */
+static void win_run(const struct window *w, int oy, int ox, int ky, int *iy, int *ka, int *kb)
+{
+	int y = oy * w->sh + ky - w->pt, x0 = ox * w->sw - w->pl;
+	*iy = y >= 0 && y < w->h ? y : -1;
+	*ka = x0 < 0 ? -x0 : 0;
+	*kb = x0 + w->kw > w->w ? w->w - x0 : w->kw;
+	if (*kb < *ka)
+		*kb = *ka;
+}
+
 /* im2col and col2im: win_im2col and win_col2im of mathfn.h, written as
- * copies of whole channel vectors (the formula per element divides too
- * often to be fast). col2im adds in another order than win_col2im's, so
- * the CPU and a GPU differ by rounding there. */
+ * copies of runs of a window row (kernel columns side by side are
+ * neighbouring input columns; the formula per element divides too often to
+ * be fast). col2im adds in another order than win_col2im's, so the CPU and
+ * a GPU differ by rounding there. */
 static void cpu_im2col(const struct backend *be, float *cols, const float *x, int rows,
 		       const struct window *w)
 {
@@ -97,16 +119,21 @@ static void cpu_im2col(const struct backend *be, float *cols, const float *x, in
 		for (int oy = 0; oy < w->oh; oy++)
 			for (int ox = 0; ox < w->ow; ox++) {
 				float *out = cols + (((size_t)r * w->oh + oy) * w->ow + ox) * k;
-				for (int ky = 0; ky < w->kh; ky++) {
-					int iy = oy * w->sh + ky - w->pt;
-					for (int kx = 0; kx < w->kw; kx++, out += c) {
-						int ix = ox * w->sw + kx - w->pl;
-						if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
-							memset(out, 0, c * sizeof(float));
-						else
-							memcpy(out, xr + ((size_t)iy * w->w + ix) * c,
-							       c * sizeof(float));
-					}
+				for (int ky = 0; ky < w->kh; ky++, out += (size_t)w->kw * c) {
+					int iy, ka, kb;
+					win_run(w, oy, ox, ky, &iy, &ka, &kb);
+					if (iy < 0)
+						ka = kb = 0;
+					/* out[j] is input value at + j: a short run, so
+					 * loops, not a call per value (c is often 1) */
+					ptrdiff_t at = ((ptrdiff_t)(iy < 0 ? 0 : iy) * w->w + ox * w->sw -
+							w->pl) * (ptrdiff_t)c;
+					for (size_t j = 0; j < (size_t)ka * c; j++)
+						out[j] = 0.0f;
+					for (size_t j = (size_t)ka * c; j < (size_t)kb * c; j++)
+						out[j] = xr[at + (ptrdiff_t)j];
+					for (size_t j = (size_t)kb * c; j < (size_t)w->kw * c; j++)
+						out[j] = 0.0f;
 				}
 			}
 	}
@@ -122,31 +149,101 @@ static void cpu_col2im(const struct backend *be, float *dx, const float *cols, i
 		for (int oy = 0; oy < w->oh; oy++)
 			for (int ox = 0; ox < w->ow; ox++) {
 				const float *in = cols + (((size_t)r * w->oh + oy) * w->ow + ox) * k;
-				for (int ky = 0; ky < w->kh; ky++) {
-					int iy = oy * w->sh + ky - w->pt;
-					for (int kx = 0; kx < w->kw; kx++, in += c) {
-						int ix = ox * w->sw + kx - w->pl;
-						if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
-							continue;
-						float *o = dr + ((size_t)iy * w->w + ix) * c;
-						for (size_t j = 0; j < c; j++)
-							o[j] += in[j];
-					}
+				for (int ky = 0; ky < w->kh; ky++, in += (size_t)w->kw * c) {
+					int iy, ka, kb;
+					win_run(w, oy, ox, ky, &iy, &ka, &kb);
+					if (iy < 0)
+						continue;
+					ptrdiff_t at = ((ptrdiff_t)iy * w->w + ox * w->sw - w->pl) *
+						       (ptrdiff_t)c;
+					for (size_t j = (size_t)ka * c; j < (size_t)kb * c; j++)
+						dr[at + (ptrdiff_t)j] += in[j];
 				}
 			}
 	}
 }
 
-/* Pooling, as win_pool and win_pool_bwd compute it, a window at a time:
- * backward scatters each window's gradient (to its first max, or evenly)
- * instead of gathering it, so overlapping windows add in another order
- * than a GPU's. */
+/* Pooling, as win_pool and win_pool_bwd compute it, a window at a time and
+ * a block of channels at once (channels are contiguous: the loops over them
+ * vectorise; the formula per element recomputes its window and is 5x
+ * slower). The window is clipped to the input; max takes the first of equal
+ * values, as win_argmax does, and the mean sums in win_pool's order, so
+ * the forward results are win_pool's bit for bit. Backward scatters each
+ * window's gradient (to its first max, or evenly) instead of gathering it,
+ * so overlapping windows add in another order than a GPU's. */
+#define POOL_BLOCK 64
+
+/* The part of the window at (oy, ox) inside the input: rows [*ya, *yb),
+ * columns [*xa, *xb). */
+static void pool_clip(const struct window *w, int oy, int ox, int *ya, int *yb, int *xa, int *xb)
+{
+	int y0 = oy * w->sh - w->pt, x0 = ox * w->sw - w->pl;
+	*ya = y0 > 0 ? y0 : 0;
+	*xa = x0 > 0 ? x0 : 0;
+	*yb = y0 + w->kh < w->h ? y0 + w->kh : w->h;
+	*xb = x0 + w->kw < w->w ? x0 + w->kw : w->w;
+}
+
+/* out[0, nc) = the window's max or mean over channels [c0, c0 + nc) of the
+ * row xr (h, w, c); for max, at[j] = the input position (iy * w + ix) of
+ * channel j's first max (at may be NULL). */
+static void pool_window(float *restrict out, int *restrict at, const float *restrict xr,
+			const struct window *w, int oy, int ox, int c0, int nc, int max)
+{
+	int ya, yb, xa, xb;
+	pool_clip(w, oy, ox, &ya, &yb, &xa, &xb);
+	int first = 1;
+	for (int iy = ya; iy < yb; iy++)
+		for (int ix = xa; ix < xb; ix++) {
+			const float *v = xr + ((size_t)iy * w->w + ix) * w->c + c0;
+			int pos = iy * w->w + ix;
+			if (first) {
+				for (int j = 0; j < nc; j++)
+					out[j] = v[j];
+				if (at)
+					for (int j = 0; j < nc; j++)
+						at[j] = pos;
+				first = 0;
+			} else if (max && at) {
+				for (int j = 0; j < nc; j++) { /* branch-free: vectorises */
+					float o = out[j], x = v[j];
+					int take = -(x > o); /* all ones or zero */
+					at[j] = (at[j] & ~take) | (pos & take);
+					out[j] = x > o ? x : o;
+				}
+			} else if (max) {
+				for (int j = 0; j < nc; j++)
+					out[j] = v[j] > out[j] ? v[j] : out[j];
+			} else {
+				for (int j = 0; j < nc; j++)
+					out[j] += v[j];
+			}
+		}
+	if (first) { /* no position inside: win_pool's 0 */
+		for (int j = 0; j < nc; j++)
+			out[j] = 0.0f;
+	} else if (!max) {
+		float count = (float)((yb - ya) * (xb - xa));
+		for (int j = 0; j < nc; j++)
+			out[j] /= count;
+	}
+}
+
 static void cpu_pool(const struct backend *be, float *y, const float *x, int rows,
 		     const struct window *w, int max)
 {
-	size_t n = (size_t)rows * w->oh * w->ow * w->c;
-	for (size_t i = 0; i < n; i++)
-		y[i] = win_pool(x, w, max, i);
+	size_t c = (size_t)w->c;
+	for (int r = 0; r < rows; r++) {
+		const float *xr = x + (size_t)r * w->h * w->w * c;
+		for (int oy = 0; oy < w->oh; oy++)
+			for (int ox = 0; ox < w->ow; ox++) {
+				float *out = y + (((size_t)r * w->oh + oy) * w->ow + ox) * c;
+				for (int c0 = 0; c0 < w->c; c0 += POOL_BLOCK) {
+					int nc = w->c - c0 < POOL_BLOCK ? w->c - c0 : POOL_BLOCK;
+					pool_window(out + c0, NULL, xr, w, oy, ox, c0, nc, max);
+				}
+			}
+	}
 }
 
 static void cpu_pool_backward(const struct backend *be, float *dx, const float *dy,
@@ -154,28 +251,38 @@ static void cpu_pool_backward(const struct backend *be, float *dx, const float *
 {
 	size_t c = (size_t)w->c;
 	memset(dx, 0, (size_t)rows * w->h * w->w * c * sizeof(float));
-	for (int r = 0; r < rows; r++)
+	for (int r = 0; r < rows; r++) {
+		const float *xr = x + (size_t)r * w->h * w->w * c;
+		float *dr = dx + (size_t)r * w->h * w->w * c;
 		for (int oy = 0; oy < w->oh; oy++)
 			for (int ox = 0; ox < w->ow; ox++) {
 				const float *g = dy + (((size_t)r * w->oh + oy) * w->ow + ox) * c;
-				int y0 = oy * w->sh - w->pt, x0 = ox * w->sw - w->pl;
-				int ya = y0 > 0 ? y0 : 0, xa = x0 > 0 ? x0 : 0;
-				int yb = y0 + w->kh < w->h ? y0 + w->kh : w->h;
-				int xb = x0 + w->kw < w->w ? x0 + w->kw : w->w;
-				for (size_t ch = 0; ch < c; ch++) {
+				int ya, yb, xa, xb;
+				pool_clip(w, oy, ox, &ya, &yb, &xa, &xb);
+				if (ya >= yb || xa >= xb)
+					continue;
+				for (int c0 = 0; c0 < w->c; c0 += POOL_BLOCK) {
+					int nc = w->c - c0 < POOL_BLOCK ? w->c - c0 : POOL_BLOCK;
 					if (max) {
-						int a = win_argmax(x, w, (size_t)r, oy, ox, (int)ch);
-						int iy = y0 + a / w->kw, ix = x0 + a % w->kw;
-						dx[(((size_t)r * w->h + iy) * w->w + ix) * c + ch] += g[ch];
+						float top[POOL_BLOCK];
+						int at[POOL_BLOCK];
+						pool_window(top, at, xr, w, oy, ox, c0, nc, 1);
+						for (int j = 0; j < nc; j++)
+							dr[(size_t)at[j] * c + c0 + j] += g[c0 + j];
 						continue;
 					}
-					float share = g[ch] / (float)((yb - ya) * (xb - xa));
+					float share[POOL_BLOCK];
+					for (int j = 0; j < nc; j++)
+						share[j] = g[c0 + j] / (float)((yb - ya) * (xb - xa));
 					for (int iy = ya; iy < yb; iy++)
-						for (int ix = xa; ix < xb; ix++)
-							dx[(((size_t)r * w->h + iy) * w->w + ix) * c + ch] +=
-								share;
+						for (int ix = xa; ix < xb; ix++) {
+							float *o = dr + ((size_t)iy * w->w + ix) * c + c0;
+							for (int j = 0; j < nc; j++)
+								o[j] += share[j];
+						}
 				}
 			}
+	}
 }
 
 static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,

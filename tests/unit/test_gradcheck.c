@@ -255,6 +255,55 @@ static void check_pool_ties(const struct backend *be)
 	EXPECT(dx3[0] == 0.0f && dx3[1] == 7.0f && dx3[2] == 0.0f);
 }
 
+/* The CPU's window loops (im2col, col2im, pooling) against the
+ * per-element formulas of mathfn.h (the GPU's): forward bit for bit,
+ * backward to rounding (it adds overlapping windows in another order), over
+ * padded, overlapping and clipped windows, one channel and more than the
+ * CPU's block of 64, and ties. */
+static void check_pool_formulas(const struct backend *be)
+{
+	enum { ROWS_P = 2, C = 70 };
+	struct window w = {.h = 7, .w = 6, .c = C, .kh = 3, .kw = 2, .sh = 2, .sw = 1, .pt = 1,
+			   .pl = 0, .oh = 4, .ow = 5};
+	size_t in = (size_t)ROWS_P * w.h * w.w * C, out = (size_t)ROWS_P * w.oh * w.ow * C;
+	float *x = malloc(in * sizeof(float)), *dx = malloc(in * sizeof(float));
+	float *y = malloc(out * sizeof(float)), *dy = malloc(out * sizeof(float));
+	struct rng r;
+	rng_init(&r, 9, 1);
+	for (size_t i = 0; i < in; i++) /* a coarse grid: many ties */
+		x[i] = (float)(int)uniform(&r, -3, 3);
+	for (size_t i = 0; i < out; i++)
+		dy[i] = uniform(&r, -1, 1);
+	/* im2col and col2im too, over the same windows, and with one channel */
+	for (int c = C; c >= 1; c -= C - 1) {
+		w.c = c;
+		size_t n_in = (size_t)ROWS_P * w.h * w.w * c;
+		size_t n_cols = (size_t)ROWS_P * w.oh * w.ow * w.kh * w.kw * c;
+		float *cols = malloc(n_cols * sizeof(float));
+		be->im2col(be, cols, x, ROWS_P, &w);
+		int same = 1;
+		for (size_t i = 0; i < n_cols; i++)
+			same &= cols[i] == win_im2col(x, &w, i);
+		EXPECT(same);
+		be->col2im(be, dx, cols, ROWS_P, &w);
+		for (size_t i = 0; i < n_in; i++)
+			EXPECT_NEAR(dx[i], win_col2im(cols, &w, i), 1e-5);
+		free(cols);
+	}
+	w.c = C;
+	for (int max = 0; max < 2; max++) {
+		be->pool(be, y, x, ROWS_P, &w, max);
+		int same = 1;
+		for (size_t i = 0; i < out; i++)
+			same &= y[i] == win_pool(x, &w, max, i);
+		EXPECT(same);
+		be->pool_backward(be, dx, dy, x, ROWS_P, &w, max);
+		for (size_t i = 0; i < in; i++)
+			EXPECT_NEAR(dx[i], win_pool_bwd(dy, x, &w, max, i), 1e-6);
+	}
+	free(x), free(dx), free(y), free(dy);
+}
+
 /* im2col with 'same' padding against a direct convolution of one row:
  * the product of cols and a kernel is the convolution, and col2im of the
  * windows of ones counts how many windows hold each input. */
@@ -589,6 +638,7 @@ int main(void)
 	check_model("dense:7,batchnorm,tanh,dense:6,batchnorm,relu,dense", 110);
 	check_model("batchnorm,dense:6,batchnorm,gelu,dropout:0.3,dense", 111);
 	check_pool_ties(be);
+	check_pool_formulas(be);
 	check_im2col(be);
 	/* Convolutions and pooling: both paddings, strides, and the window
 	 * kinds, on small images (fused and unfused activations). */
