@@ -142,7 +142,8 @@ struct backend {
 	void (*close)(const struct backend *be);
 };
 
-/* The CPU reference backend (OpenBLAS sgemm, one thread per rank). */
+/* The CPU reference backend (OpenBLAS sgemm, one thread per rank). It
+ * flushes denormal floats to zero on the calling thread (x86: FTZ, DAZ). */
 const struct backend *backend_cpu(void);
 /* The CUDA backend on GPU local_rank % (visible GPUs) (the only one when a
  * rank sees one, as under a per-rank CUDA_VISIBLE_DEVICES), when this build

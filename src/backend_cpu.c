@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 static void *cpu_alloc(const struct backend *be, size_t bytes)
 {
@@ -462,8 +465,21 @@ static int cpu_device_id(const struct backend *be, char *buf, int len) { return 
 /* Nothing to release: the table is static and the CPU has no handles. */
 static void cpu_close(const struct backend *be) {}
 
+/* Denormal floats (below 1.2e-38) flushed to zero, in results and inputs,
+ * on the calling thread, as TensorFlow does on the CPU: optimizer moments
+ * of weights whose gradient is 0 (a dead relu unit's) decay through the
+ * denormal range, where x86 arithmetic is about 100 times slower (Adam's
+ * update took 7 of a CNN step's 28 ms). */
+static void flush_denormals(void)
+{
+#if defined(__SSE__) || defined(__x86_64__)
+	_mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ (bit 15) and DAZ (bit 6) */
+#endif
+}
+
 const struct backend *backend_cpu(void)
 {
+	flush_denormals();
 	static const struct backend cpu = {
 		.name = "cpu",
 		.memory = BACKEND_HOST,
