@@ -212,7 +212,10 @@ torch_peer() {
 		fi
 		return 0
 	fi
-	timeout 600 "$PY" "$TORCH_PEER" "$kind" >"$out" 2>&1 ||
+	local extra=()
+	# The CNN's peer has batch norm after each conv when the model string does.
+	[ "$kind" = cnn ] && [[ ,$CNN_MODEL, == *,batchnorm,* ]] && extra=(--batchnorm)
+	timeout 600 "$PY" "$TORCH_PEER" "$kind" "${extra[@]}" >"$out" 2>&1 ||
 		{ cat "$out" >&2; fail "bench_torch.py $kind failed"; }
 	[ "$(grep -c ' check ok$' "$out")" = 2 ] || { cat "$out" >&2; fail "bench_torch.py $kind: no check line"; }
 	local t1 t2 ver
@@ -220,7 +223,7 @@ torch_peer() {
 	t2=$(awk '$1 == "torch" && $5 == 2 {print $9}' "$out")
 	ver=$(awk '$2 == "version" {print $3; exit}' "$out")
 	[[ $t1 =~ $NUM && $t2 =~ $NUM ]] || { cat "$out" >&2; fail "bench_torch.py $kind: no samples/s"; }
-	awk -v t1="$t1" -v t2="$t2" -v m2="${SPS[2]}" -v ver="$ver" -v kind="$kind" 'BEGIN {
+	awk -v t1="$t1" -v t2="$t2" -v m2="${SPS[2]}" -v ver="$ver" -v kind="${kind}${extra:+ ${extra[*]}}" 'BEGIN {
 		best = t1 > t2 ? t1 : t2
 		printf "PyTorch %s peer (jobs/bench_torch.py %s: same layers, Adam, batch 128, EMA each step, synthetic data, one process):\n", ver, kind
 		printf "  1 thread  %8.0f samples/s\n  2 threads %8.0f samples/s\n", t1, t2

@@ -3,10 +3,12 @@
 CPU, its steady-state samples/s with 1 and with 2 intra-op threads, printed
 one line per thread count for jobs/bench.sh to set mtrain against.
 
-usage: jobs/bench_torch.py cnn|mlp [--threads 1,2] [--batch 128] [--steps N]
-                           [--repeats R] [--warmup W]
+usage: jobs/bench_torch.py cnn|mlp [--batchnorm] [--threads 1,2] [--batch 128]
+                           [--steps N] [--repeats R] [--warmup W]
   cnn: conv 32 3x3 same, relu, maxpool 2, conv 64 3x3 same, relu, maxpool 2,
-       flatten, dense 128, relu, dropout 0.3, dense 10  (input 1x28x28)
+       flatten, dense 128, relu, dropout 0.3, dense 10  (input 1x28x28);
+       --batchnorm: batch norm after each conv (conv, batchnorm, relu, as
+       mtrain's "conv2d:32:3,batchnorm,relu,...")
   mlp: 784-256-256-10 relu
 Each step as mtrain's: forward, softmax cross-entropy (mean over the batch),
 backward, Adam (lr 1e-3, Keras' epsilon 1e-7), then the EMA of the weights,
@@ -36,11 +38,14 @@ from torch import nn
 POOL_BATCHES = 8  # distinct synthetic batches cycled through
 
 
-def build(kind):
+def build(kind, batchnorm):
     if kind == "cnn":
+        def bn(c):
+            # Keras' BatchNormalization defaults: momentum 0.99, epsilon 1e-3.
+            return [nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)] if batchnorm else []
         return nn.Sequential(
-            nn.Conv2d(1, 32, 3, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding="same"), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(1, 32, 3, padding="same"), *bn(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding="same"), *bn(64), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.3),
             nn.Linear(128, 10))
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
@@ -55,11 +60,11 @@ def glorot(model):
             nn.init.zeros_(m.bias)
 
 
-def run(kind, threads, batch, steps, repeats, warmup):
+def run(kind, batchnorm, threads, batch, steps, repeats, warmup):
     """Samples/s of each repeat, the last loss, and whether the EMA moved."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = build(kind)
+    model = build(kind, batchnorm)
     glorot(model)
     model.train()
     params = [p for p in model.parameters()]
@@ -102,6 +107,7 @@ def run(kind, threads, batch, steps, repeats, warmup):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kind", choices=["cnn", "mlp"])
+    ap.add_argument("--batchnorm", action="store_true", help="cnn: batch norm after each conv")
     ap.add_argument("--threads", default="1,2", help="comma-separated, e.g. 1,2")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=None,
@@ -121,6 +127,8 @@ def main():
             argv = [sys.executable, os.path.abspath(__file__), "--child", a.kind,
                     "--threads", str(threads), "--batch", str(a.batch),
                     "--repeats", str(a.repeats)]
+            if a.batchnorm:
+                argv.append("--batchnorm")
             if a.steps:
                 argv += ["--steps", str(a.steps)]
             if a.warmup is not None:
@@ -132,9 +140,9 @@ def main():
     warmup = a.warmup if a.warmup is not None else (5 if a.kind == "cnn" else 50)
     ok = True
     for threads in thread_counts:
-        rates, loss, moved = run(a.kind, threads, a.batch, steps, a.repeats, warmup)
+        rates, loss, moved = run(a.kind, a.batchnorm, threads, a.batch, steps, a.repeats, warmup)
         med = statistics.median(rates)
-        print(f"torch model {a.kind} threads {threads} batch {a.batch} samples_per_s {med:.1f} "
+        print(f"torch model {a.kind}{'-bn' if a.batchnorm else ''} threads {threads} batch {a.batch} samples_per_s {med:.1f} "
               f"min {min(rates):.1f} max {max(rates):.1f} step_ms {1e3 * a.batch / med:.3f} "
               f"loss {loss:.4f}", flush=True)
         if not math.isfinite(loss):
