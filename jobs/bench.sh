@@ -1,20 +1,40 @@
 #!/usr/bin/env bash
-# Throughput of the default job (Fashion-MNIST, MLP 784-256-256-10, Adam,
-# global batch 128) on 1 and 2 CPU ranks, set against this machine's own
-# single-thread OpenBLAS sgemm rate for the same matrix products (bench_sgemm),
-# measured in the same run. Builds nothing.
+# Throughput of mtrain on 1 and 2 CPU ranks (Fashion-MNIST, Adam, global
+# batch 128), each model set against baselines measured in the same run:
+#   mlp: the default job (MLP 784-256-256-10) against this machine's own
+#        single-thread OpenBLAS sgemm rate for the same matrix products
+#        (bench_sgemm);
+#   cnn: a --model CNN (BENCH_CNN_MODEL) against the sgemm rate of its
+#        products and layer by layer (bench_layers), and both models against
+#        the same model in PyTorch on this machine (jobs/bench_torch.py, when
+#        a python3 here imports torch; that row is skipped otherwise).
+# Builds nothing. Which OpenBLAS kernels ran (OPENBLAS_CORETYPE) is printed.
 #
-# usage: jobs/bench.sh [BUILD_DIR]      (default ./build, holding mtrain and
-#                                        jobs/bench_sgemm)
-# environment: BENCH_STEPS (default 1404), BENCH_REPEATS (default 5),
+# usage: jobs/bench.sh [BUILD_DIR]      (default ./build, holding mtrain,
+#                                        jobs/bench_sgemm and jobs/bench_layers)
+# environment: BENCH_MODELS ("mlp cnn" by default; or "mlp", or "cnn"),
+#   BENCH_STEPS (MLP steps a run, default 1404), BENCH_REPEATS (MLP, default 5),
+#   BENCH_CNN_MODEL (default the CNN below), BENCH_CNN_INPUT_SHAPE (28,28,1),
+#   BENCH_CNN_STEPS (default 60), BENCH_CNN_REPEATS (default 3),
+#   BENCH_TORCH (0: skip PyTorch), PYTHON (the python3 that has torch),
 #   MTRAIN_DATA_DIR (mtrain's data cache, default ./data; imported on first use).
+# About 5 minutes on 2 cores with the defaults.
 # Exit status 1 when a run fails, its loss is not a finite number, its timing
-# line is missing, or bench_sgemm finds a wrong product.
+# line is missing, or bench_sgemm, bench_layers or bench_torch.py find a wrong
+# answer.
 set -euo pipefail
 
 BUILD=${1:-build}
 MTRAIN=$BUILD/mtrain
 SGEMM=$BUILD/jobs/bench_sgemm
+LAYERS=$BUILD/jobs/bench_layers
+TORCH_PEER=$(dirname "$0")/bench_torch.py
+MODELS=${BENCH_MODELS:-mlp cnn}
+CNN_MODEL=${BENCH_CNN_MODEL:-conv2d:32:3,relu,maxpool2d:2,conv2d:64:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense}
+CNN_SHAPE=${BENCH_CNN_INPUT_SHAPE:-28,28,1}
+# 60 steps: 55 timed (the first 5 are left out), ~14 s a run on 1 rank.
+CNN_STEPS=${BENCH_CNN_STEPS:-60}
+CNN_REPEATS=${BENCH_CNN_REPEATS:-3}
 # 1404 steps = 3 epochs of 468 (60000 rows / 128). mtrain's timing line is
 # steady state: it leaves out its first 5 steps and the checkpoint written at
 # every epoch end. The table's "other" column (total minus the timed phases)
@@ -35,25 +55,31 @@ TORCH_DDP2=18000
 
 fail() { echo "bench: FAIL: $*" >&2; exit 1; }
 
-if [ ! -x "$MTRAIN" ] || [ ! -x "$SGEMM" ]; then
-	fail "$MTRAIN or $SGEMM missing: build first (cmake -S . -B $BUILD && cmake --build $BUILD)"
-fi
+for m in $MODELS; do
+	[ "$m" = mlp ] || [ "$m" = cnn ] || fail "BENCH_MODELS='$MODELS': want mlp, cnn or both"
+done
+has() { [[ " $MODELS " == *" $1 "* ]]; }
+for p in "$MTRAIN" "$SGEMM" "$LAYERS"; do
+	[ -x "$p" ] || fail "$p missing: build first (cmake -S . -B $BUILD && cmake --build $BUILD)"
+done
 WORK=$(mktemp -d /tmp/mtrain-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 START=$(date +%s)
 
 NUM='^[0-9]+(\.[0-9]+)?$'
 
-# train N STEPS TAG: the default job on N ranks; checks it and appends
-# "N samples/s data forward backward allreduce optimizer ema total gflops loss
-# rows_per_rank global_batch checkpoints" to $WORK/runs-TAG.
+# train N STEPS TAG [MTRAIN_ARGS...]: the default job (or the model the
+# arguments give) on N ranks; checks it and appends "N samples/s data forward
+# backward allreduce optimizer ema total gflops loss rows_per_rank
+# global_batch checkpoints" to $WORK/runs-TAG.
 RUN=0
 train() {
 	local n=$1 steps=$2 tag=$3 rc=0
+	shift 3
 	local log=$WORK/train-$((++RUN)).log
 	timeout 300 "$MPIRUN" -np "$n" "$MTRAIN" --steps "$steps" --eval-data none \
 		--device cpu --log-every 1000000 --resume never \
-		--ckpt-dir "$WORK/ck-$RUN" >"$log" 2>&1 || rc=$?
+		--ckpt-dir "$WORK/ck-$RUN" "$@" >"$log" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || { tail -20 "$log" >&2; fail "mtrain on $n rank(s) exited with status $rc"; }
 	local loss batch rows ckpts timing
 	loss=$(awk -v s="$steps/$steps" '$1 == "step" && $2 == s && $5 == "loss" {print $6}' "$log")
@@ -71,6 +97,7 @@ train() {
 		[[ $f =~ $NUM ]] || { cat "$log" >&2; fail "$n rank(s): timing field '$f' is not a number"; }
 	done
 	echo "$n $timing $loss $rows $batch $ckpts" >>"$WORK/runs-$tag"
+	rm -rf "$WORK/ck-$RUN"
 }
 
 # sgemm N ROWS: bench_sgemm on N processes at once, placed as mpirun places
@@ -90,61 +117,185 @@ median() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR] = $c} END {print v[i
 # is one run's consistent figures.
 median_row() { sort -g -k"$2","$2" "$1" | awk '{r[NR] = $0} END {print r[int((NR + 1) / 2)]}'; }
 
-# Warm-up, untimed: imports the data on first use, warms caches and the page
-# cache, and learns the rows per rank of each rank count.
+# layers_sgemm N ROWS: bench_layers' sgemm rate for the CNN's products
+# (its FLOPs / the bare products' time) on N processes at once, placed as
+# mpirun places the N ranks; appends the mean of their rates to
+# $WORK/lsgemm-N.
+layers_sgemm() {
+	local n=$1 rows=$2 out=$WORK/layers.out
+	timeout 300 "$MPIRUN" -np "$n" "$LAYERS" --model "$CNN_MODEL" --input-shape "$CNN_SHAPE" \
+		--rows "$rows" --reps 5 >"$out" 2>&1 ||
+		{ cat "$out" >&2; fail "bench_layers --rows $rows on $n process(es) failed"; }
+	awk -v n="$n" -v rows="$rows" '$1 == "layers" && $3 == rows {
+			for (i = 4; i < NF; i += 2) if ($i == "sgemm_gflops") { s += $(i + 1); k++ } }
+		/^bench_layers: check ok/ {ok++}
+		END { if (k != n || ok != n) exit 1; printf "%.2f\n", s / k }' "$out" >>"$WORK/lsgemm-$n" ||
+		{ cat "$out" >&2; fail "bench_layers --rows $rows: want $n result and check lines"; }
+}
+
+# warm_up TAG STEPS [MTRAIN_ARGS...]: untimed runs that import the data on first
+# use, warm caches and the page cache, and learn the rows per rank of each
+# rank count (into ROWS).
 declare -A ROWS
-for n in "${RANK_COUNTS[@]}"; do
-	train "$n" 50 warm
-	read -r rows batch < <(awk -v n="$n" '$1 == n {print $12, $13}' "$WORK/runs-warm")
-	ROWS[$n]=$rows
-	[ $((ROWS[$n] * n)) = "$batch" ] || fail "$n rank(s): ${ROWS[$n]} rows per rank, global batch $batch"
-done
-
-# Interleaved so that a slow spell of the machine hits baseline and trainer alike.
-for ((r = 1; r <= REPEATS; r++)); do
+warm_up() {
+	local tag=$1 steps=$2
+	shift 2
 	for n in "${RANK_COUNTS[@]}"; do
-		sgemm "$n" "${ROWS[$n]}"
-		train "$n" "$STEPS" "$n"
+		train "$n" "$steps" "$tag" "$@"
+		read -r rows batch < <(awk -v n="$n" '$1 == n {print $12, $13}' "$WORK/runs-$tag")
+		ROWS[$n]=$rows
+		[ $((ROWS[$n] * n)) = "$batch" ] ||
+			fail "$n rank(s): ${ROWS[$n]} rows per rank, global batch $batch"
 	done
-done
+}
 
-# Result checks beyond each run's own: a rank count's repeats print the same
-# loss (mtrain is deterministic), and 2 ranks train the same model as 1 (the
-# loss is the mean over the whole run; summation order differs, little else).
-for n in "${RANK_COUNTS[@]}"; do
-	[ "$(awk '{print $11}' "$WORK/runs-$n" | sort -u | wc -l)" = 1 ] ||
-		fail "$n rank(s): repeats disagree on the loss: $(awk '{print $11}' "$WORK/runs-$n" | tr '\n' ' ')"
-done
-loss1=$(awk 'NR == 1 {print $11}' "$WORK/runs-1")
-loss2=$(awk 'NR == 1 {print $11}' "$WORK/runs-2")
-awk -v a="$loss1" -v b="$loss2" 'BEGIN {exit !((a - b) ^ 2 <= (0.01 * a) ^ 2)}' ||
-	fail "1 rank ends at mean loss $loss1, 2 ranks at $loss2 (more than 1% apart)"
+# check_losses TAG: a rank count's repeats print the same loss (mtrain is
+# deterministic), and 2 ranks train the same model as 1 (the loss is the
+# mean over the whole run; summation order differs, little else). Sets
+# LOSS[1], LOSS[2].
+declare -A LOSS
+check_losses() {
+	local tag=$1
+	for n in "${RANK_COUNTS[@]}"; do
+		[ "$(awk '{print $11}' "$WORK/runs-$tag-$n" | sort -u | wc -l)" = 1 ] ||
+			fail "$tag, $n rank(s): repeats disagree on the loss:" \
+				"$(awk '{print $11}' "$WORK/runs-$tag-$n" | tr '\n' ' ')"
+		LOSS[$n]=$(awk 'NR == 1 {print $11}' "$WORK/runs-$tag-$n")
+	done
+	awk -v a="${LOSS[1]}" -v b="${LOSS[2]}" 'BEGIN {exit !((a - b) ^ 2 <= (0.01 * a) ^ 2)}' ||
+		fail "$tag: 1 rank ends at mean loss ${LOSS[1]}, 2 ranks at ${LOSS[2]} (more than 1% apart)"
+}
 
-ckpts=$(awk '{print $14}' "$WORK/runs-1" | sort -u | tr '\n' ' ')
-echo "mtrain benchmark: default job, $STEPS steps a run (checkpoints in each: ${ckpts% }), median of $REPEATS runs per row"
-echo "rank 0's figures, ms per step, steady state (first 5 steps and checkpoints left out); other = total - phases;"
-echo "GFLOP/s = mtrain's forward+backward FLOPs / forward+backward time (bias, activation, loss included);"
-echo "sgemm = bench_sgemm's rate for the same 8 products alone, one OpenBLAS thread per process,"
-echo "as many processes at once as ranks, placed by mpirun alike; ach/sgemm = GFLOP/s / sgemm"
-printf '%-5s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s\n' \
-	ranks rows samples/s data forward backward allreduce optimizer ema other total \
-	GFLOP/s sgemm ach/sgemm
+# rank_table TAG BASE: one row per rank count, the median run of
+# $WORK/runs-TAG-N set against the median of $WORK/BASE-N. Sets SPS.
 declare -A SPS
-for n in "${RANK_COUNTS[@]}"; do
-	read -r _ sps data fwd bwd ar opt ema total gf _ rows _ <<<"$(median_row "$WORK/runs-$n" 2)"
-	base=$(median "$WORK/sgemm-$n" 1)
-	SPS[$n]=$sps
-	awk -v n="$n" -v rows="$rows" -v sps="$sps" -v d="$data" -v f="$fwd" -v b="$bwd" -v a="$ar" -v o="$opt" \
-		-v e="$ema" -v t="$total" -v gf="$gf" -v base="$base" 'BEGIN {
-		printf "%-5d %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f\n",
-			n, rows, sps, d, f, b, a, o, e, t - (d + f + b + a + o + e), t, gf, base, gf / base }'
-done
-awk -v s1="${SPS[1]}" -v s2="${SPS[2]}" -v tg="$TARGET" -v t1="$TORCH_1PROC" -v t2="$TORCH_DDP2" 'BEGIN {
-	printf "speed-up, 2 ranks / 1 rank (samples/s): %.2fx (2 cores)\n", s2 / s1
-	printf "2-rank samples/s against reference figures quoted from the issue (not measured here):\n"
-	printf "  target                        %6d samples/s: %.2fx\n", tg, s2 / tg
-	printf "  PyTorch, 1 process (best)     %6d samples/s: %.2fx\n", t1, s2 / t1
-	printf "  PyTorch DDP gloo, 2 ranks     %6d samples/s: %.2fx\n", t2, s2 / t2 }'
-echo "checks passed: every run exited 0 with a finite loss and a timing line; each rank count's" \
-	"repeats print the same loss; mean loss 1 rank $loss1, 2 ranks $loss2; sgemm products verified"
-echo "bench: $(($(date +%s) - START)) s"
+rank_table() {
+	local tag=$1 basefile=$2
+	printf '%-5s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s\n' \
+		ranks rows samples/s data forward backward allreduce optimizer ema other total \
+		GFLOP/s sgemm ach/sgemm
+	for n in "${RANK_COUNTS[@]}"; do
+		read -r _ sps data fwd bwd ar opt ema total gf _ rows _ \
+			<<<"$(median_row "$WORK/runs-$tag-$n" 2)"
+		base=$(median "$WORK/$basefile-$n" 1)
+		SPS[$n]=$sps
+		awk -v n="$n" -v rows="$rows" -v sps="$sps" -v d="$data" -v f="$fwd" -v b="$bwd" -v a="$ar" -v o="$opt" \
+			-v e="$ema" -v t="$total" -v gf="$gf" -v base="$base" 'BEGIN {
+			printf "%-5d %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f\n",
+				n, rows, sps, d, f, b, a, o, e, t - (d + f + b + a + o + e), t, gf, base, gf / base }'
+	done
+	awk -v s1="${SPS[1]}" -v s2="${SPS[2]}" 'BEGIN {
+		printf "speed-up, 2 ranks / 1 rank (samples/s): %.2fx (2 cores)\n", s2 / s1 }'
+}
+
+# The python3 that imports torch: $PYTHON, else python3, else Debian's.
+PY=
+if [ "${BENCH_TORCH:-1}" != 0 ]; then
+	for p in ${PYTHON:-} python3 /usr/bin/python3; do
+		if command -v "$p" >/dev/null && "$p" -c 'import torch' 2>/dev/null; then
+			PY=$p
+			break
+		fi
+	done
+fi
+
+# torch_peer KIND: jobs/bench_torch.py KIND (1 and 2 threads), checked;
+# prints its figures and mtrain's 2-rank samples/s (SPS[2]) against the
+# better of them. Skips, saying so, when no python3 here has torch.
+torch_peer() {
+	local kind=$1 out=$WORK/torch-$1.out
+	if [ -z "$PY" ]; then
+		if [ "${BENCH_TORCH:-1}" = 0 ]; then
+			echo "PyTorch peer: skipped (BENCH_TORCH=0)"
+		else
+			echo "PyTorch peer: skipped: no python3 here imports torch (jobs/setup.sh --torch installs Debian's python3-torch; or set PYTHON)"
+		fi
+		return 0
+	fi
+	local extra=()
+	# The CNN's peer has batch norm after each conv when the model string does.
+	[ "$kind" = cnn ] && [[ ,$CNN_MODEL, == *,batchnorm,* ]] && extra=(--batchnorm)
+	timeout 600 "$PY" "$TORCH_PEER" "$kind" "${extra[@]}" >"$out" 2>&1 ||
+		{ cat "$out" >&2; fail "bench_torch.py $kind failed"; }
+	[ "$(grep -c ' check ok$' "$out")" = 2 ] || { cat "$out" >&2; fail "bench_torch.py $kind: no check line"; }
+	local t1 t2 ver
+	t1=$(awk '$1 == "torch" && $5 == 1 {print $9}' "$out")
+	t2=$(awk '$1 == "torch" && $5 == 2 {print $9}' "$out")
+	ver=$(awk '$2 == "version" {print $3; exit}' "$out")
+	[[ $t1 =~ $NUM && $t2 =~ $NUM ]] || { cat "$out" >&2; fail "bench_torch.py $kind: no samples/s"; }
+	awk -v t1="$t1" -v t2="$t2" -v m2="${SPS[2]}" -v ver="$ver" -v kind="${kind}${extra:+ ${extra[*]}}" 'BEGIN {
+		best = t1 > t2 ? t1 : t2
+		printf "PyTorch %s peer (jobs/bench_torch.py %s: same layers, Adam, batch 128, EMA each step, synthetic data, one process):\n", ver, kind
+		printf "  1 thread  %8.0f samples/s\n  2 threads %8.0f samples/s\n", t1, t2
+		printf "mtrain 2 ranks / best PyTorch (samples/s): %.0f / %.0f = %.2fx\n", m2, best, m2 / best }'
+}
+
+CORE=$("$LAYERS" --model dense --input-shape 1,1,4 --rows 1 --reps 1 |
+	sed -n 's/.*; core \([^ ]*\) (OPENBLAS_CORETYPE.*/\1/p')
+# Other work on the machine skews every figure: say how busy it was.
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
+echo "mtrain benchmark on $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')); OpenBLAS kernels: $CORE" \
+	"(OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}), one BLAS thread per rank"
+
+if has mlp; then
+	warm_up mlp-warm 50
+	# Interleaved so that a slow spell of the machine hits baseline and trainer alike.
+	for ((r = 1; r <= REPEATS; r++)); do
+		for n in "${RANK_COUNTS[@]}"; do
+			sgemm "$n" "${ROWS[$n]}"
+			train "$n" "$STEPS" "mlp-$n"
+		done
+	done
+	check_losses mlp
+
+	ckpts=$(awk '{print $14}' "$WORK/runs-mlp-1" | sort -u | tr '\n' ' ')
+	echo
+	echo "== MLP: default job, $STEPS steps a run (checkpoints in each: ${ckpts% }), median of $REPEATS runs per row"
+	echo "rank 0's figures, ms per step, steady state (first 5 steps and checkpoints left out); other = total - phases;"
+	echo "GFLOP/s = mtrain's forward+backward FLOPs / forward+backward time (bias, activation, loss included);"
+	echo "sgemm = bench_sgemm's rate for the same 8 products alone, one OpenBLAS thread per process,"
+	echo "as many processes at once as ranks, placed by mpirun alike; ach/sgemm = GFLOP/s / sgemm"
+	rank_table mlp sgemm
+	awk -v s2="${SPS[2]}" -v tg="$TARGET" -v t1="$TORCH_1PROC" -v t2="$TORCH_DDP2" 'BEGIN {
+		printf "2-rank samples/s against reference figures quoted from the issue (not measured here):\n"
+		printf "  target                        %6d samples/s: %.2fx\n", tg, s2 / tg
+		printf "  PyTorch, 1 process (best)     %6d samples/s: %.2fx\n", t1, s2 / t1
+		printf "  PyTorch DDP gloo, 2 ranks     %6d samples/s: %.2fx\n", t2, s2 / t2 }'
+	torch_peer mlp
+	echo "checks passed: every run exited 0 with a finite loss and a timing line; each rank count's" \
+		"repeats print the same loss; mean loss 1 rank ${LOSS[1]}, 2 ranks ${LOSS[2]}; sgemm products verified"
+fi
+
+if has cnn; then
+	CNN_ARGS=(--model "$CNN_MODEL" --input-shape "$CNN_SHAPE")
+	warm_up cnn-warm 20 "${CNN_ARGS[@]}"
+	for ((r = 1; r <= CNN_REPEATS; r++)); do
+		for n in "${RANK_COUNTS[@]}"; do
+			layers_sgemm "$n" "${ROWS[$n]}"
+			train "$n" "$CNN_STEPS" "cnn-$n" "${CNN_ARGS[@]}"
+		done
+	done
+	check_losses cnn
+	# The per-kind table: one process alone, both per-rank batches.
+	"$LAYERS" --model "$CNN_MODEL" --input-shape "$CNN_SHAPE" \
+		--rows "${ROWS[2]},${ROWS[1]}" --reps 20 >"$WORK/layers-table.out" 2>&1 ||
+		{ cat "$WORK/layers-table.out" >&2; fail "bench_layers failed"; }
+	grep -q '^bench_layers: check ok' "$WORK/layers-table.out" ||
+		{ cat "$WORK/layers-table.out" >&2; fail "bench_layers: no check line"; }
+
+	echo
+	echo "== CNN: --model $CNN_MODEL --input-shape $CNN_SHAPE,"
+	echo "$CNN_STEPS steps a run, median of $CNN_REPEATS runs per row; columns as for the MLP, except"
+	echo "sgemm = bench_layers' rate for the same conv2d (im2col) and dense products alone (its"
+	echo "FLOPs / their time), as many processes at once as ranks; ach/sgemm = GFLOP/s / sgemm"
+	rank_table cnn lsgemm
+	torch_peer cnn
+	echo
+	echo "-- where a CNN step goes, layer kind by kind (bench_layers, one process, per-rank batches):"
+	sed -n '/^rows /,$p' "$WORK/layers-table.out" | grep -v '^bench_layers: check ok'
+	echo "checks passed: every run exited 0 with a finite loss and a timing line; each rank count's" \
+		"repeats print the same loss; mean loss 1 rank ${LOSS[1]}, 2 ranks ${LOSS[2]};" \
+		"bench_layers: loss and gradients equal to the model's, sgemm products verified"
+fi
+echo "bench: $(($(date +%s) - START)) s; load average (1 min) $LOAD0 at the start," \
+	"$(cut -d' ' -f1 /proc/loadavg) at the end (this script keeps about 1 to 2 busy)"

@@ -9,6 +9,9 @@
 #                            the build folder (py/) that sees Debian's torch
 #                            and h5py and has safetensors and tensorboard
 #                            from PyPI (the export and TensorBoard tests)
+#   jobs/setup.sh --torch    also Debian's python3-torch, for the PyTorch
+#                            peer of jobs/bench.sh (jobs/bench_torch.py);
+#                            not in the default setup (CI time)
 #   MTRAIN_WERROR=ON jobs/setup.sh   warnings as errors (CI)
 #   MTRAIN_SANITIZE=ON jobs/setup.sh ASan + UBSan build (CPU only) into
 #                                    ./build-asan instead
@@ -17,6 +20,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-dev
 	libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+[ "${1:-}" = --torch ] && packages+=(python3 python3-torch)
 [ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge python3 python3-venv
 	python3-numpy python3-h5py python3-torch gnuplot-nox iproute2 util-linux procps)
 missing=()
