@@ -30,7 +30,7 @@ SGEMM=$BUILD/jobs/bench_sgemm
 LAYERS=$BUILD/jobs/bench_layers
 TORCH_PEER=$(dirname "$0")/bench_torch.py
 MODELS=${BENCH_MODELS:-mlp cnn}
-CNN_MODEL=${BENCH_CNN_MODEL:-conv2d:32:3,relu,maxpool2d:2,conv2d:64:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense}
+CNN_MODEL=${BENCH_CNN_MODEL:-conv2d:32:3,batchnorm,relu,maxpool2d:2,conv2d:64:3,batchnorm,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense}
 CNN_SHAPE=${BENCH_CNN_INPUT_SHAPE:-28,28,1}
 # 60 steps: 55 timed (the first 5 are left out), ~14 s a run on 1 rank.
 CNN_STEPS=${BENCH_CNN_STEPS:-60}

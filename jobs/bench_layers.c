@@ -16,6 +16,7 @@
  * repeats of one layer's (or product's) time, summed over the layers of a
  * kind. Letters: R rows per step, D input values per row. */
 #include "backend.h"
+#include "bench_gemm.h"
 #include "layer_spec.h"
 #include "layers.h"
 #include "log.h"
@@ -29,22 +30,13 @@
 #include <time.h>
 
 #define DEFAULT_MODEL                                                                  \
-	"conv2d:32:3,relu,maxpool2d:2,conv2d:64:3,relu,maxpool2d:2,flatten,dense:128,relu," \
-	"dropout:0.3,dense"
+	"conv2d:32:3,batchnorm,relu,maxpool2d:2,conv2d:64:3,batchnorm,relu,maxpool2d:2,flatten," \
+	"dense:128,relu,dropout:0.3,dense"
 #define WARMUP_S 0.3
 #define MAX_REPS 1001
 #define MAX_ROWS_LIST 8
 #define MAX_GEMMS (3 * MODEL_MAX_LAYERS)
-#define CHECK_SAMPLES 4096 /* entries of a large product checked */
 
-/* One product as the backend's matmul states it: c (M,N) = op(a) (M,K) @
- * op(b) (K,N), a stored (K,M) when ta, b stored (N,K) when tb. */
-struct gemm {
-	int m, n, k, ta, tb;
-	float *a, *b, *c;
-	int layer;        /* the model layer that performs it */
-	const char *what; /* "forward", "weight grad", "input grad" */
-};
 
 /* Per-layer times of one repeat, seconds; [rep][layer]. */
 struct times {
@@ -54,13 +46,6 @@ struct times {
 	double loss[MAX_REPS], step[MAX_REPS];
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The CPU backend with its matmul timed: the layers run exactly the CPU
  * backend's ops, and g_mm_s adds up the seconds spent in its products. */
 static const struct backend *g_cpu;
@@ -69,84 +54,20 @@ static double g_mm_s;
 static void timed_matmul(const struct backend *be, float *c, const float *a, const float *b,
 			 int m, int n, int k, int ta, int tb, float beta)
 {
-	double t0 = now();
+	double t0 = bench_now();
 	g_cpu->matmul(g_cpu, c, a, b, m, n, k, ta, tb, beta);
-	g_mm_s += now() - t0;
-}
-
-static unsigned long long g_lcg = 42;
-
-static double lcg_unit(void)
-{
-	g_lcg = g_lcg * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (double)(g_lcg >> 40) / (double)(1ULL << 24);
-}
-
-/* n floats, 64-byte aligned like the CPU backend's, uniform in [lo, lo + 1). */
-static float *rand_alloc(size_t n, float lo)
-{
-	float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-	if (!p) {
-		fprintf(stderr, "bench_layers: out of memory\n");
-		exit(1);
-	}
-	for (size_t i = 0; i < n; i++)
-		p[i] = (float)lcg_unit() + lo;
-	return p;
-}
-
-/* The call exactly as the CPU backend's matmul makes it (row-major, beta 0). */
-static void gemm_run(const struct gemm *g)
-{
-	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
-		    g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f, g->a,
-		    g->ta ? g->m : g->k, g->b, g->tb ? g->k : g->n, 0.0f, g->c, g->n);
-}
-
-/* Whether c[i,j] is op(a) @ op(b) there, against a naive double-precision
- * dot product: within 1e-4 of the sum of |a||b| (a wrong shape or
- * transpose is off by about sqrt(K) / K of that). */
-static int gemm_entry_ok(const struct gemm *g, int i, int j)
-{
-	double sum = 0, mag = 0;
-	for (int p = 0; p < g->k; p++) {
-		double a = g->ta ? g->a[(size_t)p * g->m + i] : g->a[(size_t)i * g->k + p];
-		double b = g->tb ? g->b[(size_t)j * g->k + p] : g->b[(size_t)p * g->n + j];
-		sum += a * b;
-		mag += fabs(a * b);
-	}
-	double got = g->c[(size_t)i * g->n + j];
-	if (fabs(got - sum) <= 1e-4 * mag + 1e-6)
-		return 1;
-	fprintf(stderr, "bench_layers: wrong product (layer %d %s, %d x %d x %d): c[%d,%d] = %.7g, "
-		"want %.7g\n", g->layer + 1, g->what, g->m, g->n, g->k, i, j, got, sum);
-	return 0;
-}
-
-/* Every entry of a small product, CHECK_SAMPLES random ones of a large. */
-static int gemm_check(const struct gemm *g)
-{
-	if ((long long)g->m * g->n <= CHECK_SAMPLES) {
-		for (int i = 0; i < g->m; i++)
-			for (int j = 0; j < g->n; j++)
-				if (!gemm_entry_ok(g, i, j))
-					return 0;
-		return 1;
-	}
-	for (int s = 0; s < CHECK_SAMPLES; s++)
-		if (!gemm_entry_ok(g, (int)(lcg_unit() * g->m), (int)(lcg_unit() * g->n)))
-			return 0;
-	return 1;
+	g_mm_s += bench_now() - t0;
 }
 
 static void add_gemm(struct gemm *list, int *n, int m, int nn, int k, int ta, int tb, int layer,
 		     const char *what)
 {
 	struct gemm *g = &list[(*n)++];
-	*g = (struct gemm){m, nn, k, ta, tb, NULL, NULL, NULL, layer, what};
-	g->a = rand_alloc((size_t)m * k, -0.5f);
-	g->b = rand_alloc((size_t)k * nn, -0.5f);
-	g->c = rand_alloc((size_t)m * nn, 0.0f);
+	*g = (struct gemm){m, nn, k, ta, tb, NULL, NULL, NULL, "", layer};
+	snprintf(g->what, sizeof(g->what), "layer %d %s", layer + 1, what);
+	g->a = bench_rand((size_t)m * k, -0.5f);
+	g->b = bench_rand((size_t)k * nn, -0.5f);
+	g->c = bench_rand((size_t)m * nn, 0.0f);
 }
 
 /* The products layers.c's dense and conv2d issue for rows rows, with the
@@ -182,8 +103,8 @@ static int gemms_init(const struct model *m, int rows, struct gemm *list)
 static void gemms_free(struct gemm *list, int n)
 {
 	for (int i = 0; i < n; i++) {
-		free(list[i].a);
-		free(list[i].b);
+		free((void *)list[i].a);
+		free((void *)list[i].b);
 		free(list[i].c);
 	}
 }
@@ -196,15 +117,15 @@ static void step_layers(struct model *m, int rows, struct times *t, int r)
 	const float *in = m->x;
 	for (int i = 0; i < m->n_layers; i++) {
 		g_mm_s = 0;
-		double t0 = now();
+		double t0 = bench_now();
 		layer_forward(m, &m->layer[i], in, rows, 1);
-		t->fwd[r][i] = now() - t0;
+		t->fwd[r][i] = bench_now() - t0;
 		t->mm_fwd[r][i] = g_mm_s;
 		in = m->layer[i].y;
 	}
-	double t0 = now();
+	double t0 = bench_now();
 	m->be->xent(m->be, m->dlogits, m->stats, in, m->y, rows, m->classes, 1.0f / (float)rows);
-	t->loss[r] = now() - t0;
+	t->loss[r] = bench_now() - t0;
 
 	const float *dy = m->dlogits;
 	int next = 0;
@@ -221,9 +142,9 @@ static void step_layers(struct model *m, int rows, struct times *t, int r)
 			}
 		}
 		g_mm_s = 0;
-		t0 = now();
+		t0 = bench_now();
 		layer_backward(m, l, x, dy, dx, rows);
-		t->bwd[r][i] = now() - t0;
+		t->bwd[r][i] = bench_now() - t0;
 		t->mm_bwd[r][i] = g_mm_s;
 		if (!dx) {
 			for (int j = i - 1; j >= 0; j--)
@@ -234,12 +155,6 @@ static void step_layers(struct model *m, int rows, struct times *t, int r)
 	}
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* The median of v[0][col], v[1][col], ... v[n-1][col] (row stride stride
  * doubles). */
 static double median_col(const double *v, int n, size_t stride, int col)
@@ -247,7 +162,7 @@ static double median_col(const double *v, int n, size_t stride, int col)
 	double s[MAX_REPS];
 	for (int i = 0; i < n; i++)
 		s[i] = v[(size_t)i * stride + (size_t)col];
-	qsort(s, (size_t)n, sizeof(double), cmp_double);
+	qsort(s, (size_t)n, sizeof(double), bench_cmp_double);
 	return (s[(n - 1) / 2] + s[n / 2]) / 2;
 }
 
@@ -298,7 +213,7 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 	}
 	model_alloc(&m, be, rows);
 	model_glorot(&m, 1, m.w);
-	float *x = rand_alloc((size_t)rows * m.in_dim, 0.0f); /* pixels in [0, 1) */
+	float *x = bench_rand((size_t)rows * m.in_dim, 0.0f); /* pixels in [0, 1) */
 	int32_t *y = malloc((size_t)rows * sizeof(int32_t));
 	float *g_ref = malloc(m.reg.total * sizeof(float));
 	struct gemm gemms[MAX_GEMMS];
@@ -306,7 +221,7 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 	if (!y || !g_ref)
 		goto out;
 	for (int r = 0; r < rows; r++)
-		y[r] = (int32_t)(lcg_unit() * classes);
+		y[r] = (int32_t)(bench_unit() * classes);
 	model_set_batch(&m, x, y, rows);
 	model_set_position(&m, 1, 0);
 
@@ -323,11 +238,11 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 		goto out;
 	for (int i = 0; i < n_gemms; i++) {
 		gemm_run(&gemms[i]);
-		if (!gemm_check(&gemms[i]))
+		if (!gemm_check(&gemms[i], "bench_layers"))
 			goto out;
 	}
 
-	for (double t0 = now(); now() - t0 < WARMUP_S;) {
+	for (double t0 = bench_now(); bench_now() - t0 < WARMUP_S;) {
 		step_layers(&m, rows, t, 0);
 		for (int i = 0; i < n_gemms; i++)
 			gemm_run(&gemms[i]);
@@ -337,14 +252,14 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 	for (int r = 0; r < reps; r++) {
 		step_layers(&m, rows, t, r);
 		for (int i = 0; i < n_gemms; i++) {
-			double t0 = now();
+			double t0 = bench_now();
 			gemm_run(&gemms[i]);
-			t->gemm[r][i] = now() - t0;
+			t->gemm[r][i] = bench_now() - t0;
 		}
-		double t0 = now();
+		double t0 = bench_now();
 		model_forward(&m, rows, 1.0f / (float)rows);
 		model_backward(&m, rows, NULL, NULL);
-		t->step[r] = now() - t0;
+		t->step[r] = bench_now() - t0;
 	}
 	/* The weights, batch and step never change: one more step after the
 	 * timed ones still gives the reference's loss and gradients. */
@@ -353,7 +268,7 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 	if (!check_step(&m, g_ref, loss_ref, rows))
 		goto out;
 	for (int i = 0; i < n_gemms; i++)
-		if (!gemm_check(&gemms[i]))
+		if (!gemm_check(&gemms[i], "bench_layers"))
 			goto out;
 
 	/* Per kind, in the order kinds first appear: sums of per-layer medians. */
@@ -375,7 +290,7 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 			fl[k] += layer_flops(l) * rows * (l->needs_dx ? 3 : 2);
 	}
 	for (int i = 0; i < n_gemms; i++)
-		sg[m.layer[gemms[i].layer].spec.kind] += median_col(&t->gemm[0][0], reps, MAX_GEMMS, i);
+		sg[m.layer[gemms[i].tag].spec.kind] += median_col(&t->gemm[0][0], reps, MAX_GEMMS, i);
 	double loss_s = median_col(t->loss, reps, 1, 0), step_s = median_col(t->step, reps, 1, 0);
 	double total = loss_s, mm_all = 0, sg_all = 0, prod_all = 0;
 	for (int i = 0; i < n_kinds; i++) {
@@ -422,16 +337,6 @@ out:
 	return status;
 }
 
-static int parse_int(const char *text, int lo, int hi, int *out)
-{
-	char *end;
-	long v = strtol(text, &end, 10);
-	if (!*text || *end || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 static int usage(void)
 {
 	fprintf(stderr, "usage: bench_layers [--model LAYERS] [--input-shape H,W,C] "
@@ -453,17 +358,17 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i - 1], "--input-shape"))
 			shape = v;
 		else if (!strcmp(argv[i - 1], "--classes")) {
-			if (parse_int(v, 2, 1 << 16, &classes))
+			if (bench_parse_int(v, 2, 1 << 16, &classes))
 				return usage();
 		} else if (!strcmp(argv[i - 1], "--reps")) {
-			if (parse_int(v, 1, MAX_REPS - 1, &reps))
+			if (bench_parse_int(v, 1, MAX_REPS - 1, &reps))
 				return usage();
 		} else if (!strcmp(argv[i - 1], "--rows")) {
 			char buf[256], *save = NULL;
 			snprintf(buf, sizeof(buf), "%s", v);
 			n_rows = 0;
 			for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-				if (n_rows == MAX_ROWS_LIST || parse_int(tok, 1, 1 << 16, &rows[n_rows++]))
+				if (n_rows == MAX_ROWS_LIST || bench_parse_int(tok, 1, 1 << 16, &rows[n_rows++]))
 					return usage();
 			if (!n_rows)
 				return usage();

@@ -8,6 +8,7 @@
  * product or bad arguments).
  *
  * Letters: R rows per rank, D input width, C classes, I/O layer fan_in/out. */
+#include "bench_gemm.h"
 #include "config.h"
 
 #include <cblas.h>
@@ -24,15 +25,6 @@
 #define MODEL_LAYERS_MAX (MAX_HIDDEN + 1)
 #define MAX_CALLS (3 * MODEL_LAYERS_MAX)
 
-/* One product as the backend's matmul states it: c (M,N) = op(a) (M,K) @
- * op(b) (K,N), a stored (K,M) when ta, b stored (N,K) when tb. */
-struct gemm {
-	int m, n, k, ta, tb;
-	const float *a, *b;
-	float *c;
-	const char *what; /* e.g. "forward dense_1" */
-};
-
 /* The buffers of model.c for one rank's batch, host memory. */
 struct step {
 	int n_layers, in[MODEL_LAYERS_MAX], out[MODEL_LAYERS_MAX];
@@ -45,38 +37,14 @@ struct step {
 	float *scratch[2];               /* (R, max width) backward ping-pong */
 	struct gemm call[MAX_CALLS];
 	int n_calls;
-	char names[MAX_CALLS][48];
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* n floats, 64-byte aligned like the CPU backend's, uniform in [-1, 1). */
-static float *rand_alloc(size_t n, unsigned long long *state)
-{
-	float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-	if (!p) {
-		fprintf(stderr, "bench_sgemm: out of memory\n");
-		exit(1);
-	}
-	for (size_t i = 0; i < n; i++) {
-		*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
-		p[i] = (float)((double)(*state >> 40) / (double)(1ULL << 24)) * 2.0f - 1.0f;
-	}
-	return p;
-}
 
 static void add_call(struct step *s, int m, int n, int k, int ta, int tb, const float *a,
 		     const float *b, float *c, const char *phase, int layer)
 {
-	struct gemm *g = &s->call[s->n_calls];
-	snprintf(s->names[s->n_calls], sizeof(s->names[0]), "%s layer %d", phase, layer);
-	*g = (struct gemm){m, n, k, ta, tb, a, b, c, s->names[s->n_calls]};
-	s->n_calls++;
+	struct gemm *g = &s->call[s->n_calls++];
+	*g = (struct gemm){m, n, k, ta, tb, a, b, c, "", layer};
+	snprintf(g->what, sizeof(g->what), "%s layer %d", phase, layer);
 }
 
 /* The default job's model (config_defaults' hidden widths between D and C)
@@ -85,7 +53,6 @@ static void add_call(struct step *s, int m, int n, int k, int ta, int tb, const 
 static void step_init(struct step *s, int rows)
 {
 	struct config cfg;
-	unsigned long long seed = 42;
 	config_defaults(&cfg);
 	memset(s, 0, sizeof(*s));
 	s->n_layers = cfg.n_hidden + 1;
@@ -95,15 +62,15 @@ static void step_init(struct step *s, int rows)
 		s->out[l] = l < cfg.n_hidden ? cfg.hidden[l] : CLASSES;
 		if (s->out[l] > max_width)
 			max_width = s->out[l];
-		s->w[l] = rand_alloc((size_t)s->in[l] * s->out[l], &seed);
-		s->g[l] = rand_alloc((size_t)s->in[l] * s->out[l], &seed);
-		s->z[l] = rand_alloc((size_t)rows * s->out[l], &seed);
-		s->act[l] = rand_alloc((size_t)rows * s->out[l], &seed);
+		s->w[l] = bench_rand((size_t)s->in[l] * s->out[l], -0.5f);
+		s->g[l] = bench_rand((size_t)s->in[l] * s->out[l], -0.5f);
+		s->z[l] = bench_rand((size_t)rows * s->out[l], -0.5f);
+		s->act[l] = bench_rand((size_t)rows * s->out[l], -0.5f);
 	}
-	s->x = rand_alloc((size_t)rows * IN_DIM, &seed);
-	s->dlogits = rand_alloc((size_t)rows * CLASSES, &seed);
+	s->x = bench_rand((size_t)rows * IN_DIM, -0.5f);
+	s->dlogits = bench_rand((size_t)rows * CLASSES, -0.5f);
 	for (int i = 0; i < 2; i++)
-		s->scratch[i] = rand_alloc((size_t)rows * max_width, &seed);
+		s->scratch[i] = bench_rand((size_t)rows * max_width, -0.5f);
 
 	/* model_forward: z[l] (R,O) = in (R,I) @ w[l] (I,O). */
 	for (int l = 0; l < s->n_layers; l++)
@@ -136,39 +103,6 @@ static void step_free(struct step *s)
 	free(s->scratch[1]);
 }
 
-/* The call exactly as the CPU backend's matmul makes it (row-major, beta 0). */
-static void gemm_run(const struct gemm *g)
-{
-	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
-		    g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f, g->a,
-		    g->ta ? g->m : g->k, g->b, g->tb ? g->k : g->n, 0.0f, g->c, g->n);
-}
-
-/* Whether g->c holds op(a) @ op(b), against a naive double-precision loop:
- * each element within 1e-4 of the sum of |a||b| over its dot product (a
- * wrong shape or transpose is off by about sqrt(K) / K of that). */
-static int gemm_check(const struct gemm *g)
-{
-	for (int i = 0; i < g->m; i++)
-		for (int j = 0; j < g->n; j++) {
-			double sum = 0, mag = 0;
-			for (int p = 0; p < g->k; p++) {
-				double a = g->ta ? g->a[(size_t)p * g->m + i] : g->a[(size_t)i * g->k + p];
-				double b = g->tb ? g->b[(size_t)j * g->k + p] : g->b[(size_t)p * g->n + j];
-				sum += a * b;
-				mag += fabs(a * b);
-			}
-			double got = g->c[(size_t)i * g->n + j];
-			if (!(fabs(got - sum) <= 1e-4 * mag + 1e-6)) {
-				fprintf(stderr, "bench_sgemm: wrong product in %s (%d x %d x %d): "
-					"c[%d,%d] = %.7g, want %.7g\n", g->what, g->m, g->n,
-					g->k, i, j, got, sum);
-				return 0;
-			}
-		}
-	return 1;
-}
-
 static double step_flops(const struct step *s)
 {
 	double f = 0;
@@ -183,28 +117,12 @@ static void step_run(const struct step *s)
 		gemm_run(&s->call[i]);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static int parse_int(const char *text, int lo, int hi, int *out)
-{
-	char *end;
-	long v = strtol(text, &end, 10);
-	if (!*text || *end || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	int rows, reps = 200, trials = 5;
-	if ((argc != 2 && argc != 4) || parse_int(argv[1], 1, 1 << 16, &rows) ||
-	    (argc == 4 && (parse_int(argv[2], 1, 1 << 24, &reps) ||
-			   parse_int(argv[3], 1, MAX_TRIALS, &trials)))) {
+	if ((argc != 2 && argc != 4) || bench_parse_int(argv[1], 1, 1 << 16, &rows) ||
+	    (argc == 4 && (bench_parse_int(argv[2], 1, 1 << 24, &reps) ||
+			   bench_parse_int(argv[3], 1, MAX_TRIALS, &trials)))) {
 		fprintf(stderr, "usage: bench_sgemm ROWS [REPS TRIALS]   (e.g. 64, or 64 200 5)\n");
 		return 1;
 	}
@@ -219,25 +137,25 @@ int main(int argc, char **argv)
 	/* Every product of one step is right before any is timed. */
 	for (int i = 0; i < s->n_calls; i++) {
 		gemm_run(&s->call[i]);
-		if (!gemm_check(&s->call[i]))
+		if (!gemm_check(&s->call[i], "bench_sgemm"))
 			goto out;
 	}
-	for (double t0 = now(); now() - t0 < WARMUP_S;)
+	for (double t0 = bench_now(); bench_now() - t0 < WARMUP_S;)
 		step_run(s);
 
 	double rate[MAX_TRIALS], flops = step_flops(s);
 	for (int t = 0; t < trials; t++) {
-		double t0 = now();
+		double t0 = bench_now();
 		for (int r = 0; r < reps; r++)
 			step_run(s);
-		rate[t] = flops * reps / (now() - t0) * 1e-9;
+		rate[t] = flops * reps / (bench_now() - t0) * 1e-9;
 	}
 	/* The last product of the last timed step, still in place, is right too
 	 * (its inputs are not written after it within a step). */
-	if (!gemm_check(&s->call[s->n_calls - 1]))
+	if (!gemm_check(&s->call[s->n_calls - 1], "bench_sgemm"))
 		goto out;
 
-	qsort(rate, (size_t)trials, sizeof(double), cmp_double);
+	qsort(rate, (size_t)trials, sizeof(double), bench_cmp_double);
 	double median = (rate[(trials - 1) / 2] + rate[trials / 2]) / 2;
 	printf("sgemm rows %d gflops %.2f min %.2f max %.2f mflop_step %.2f\n", rows,
 	       median, rate[0], rate[trials - 1], flops * 1e-6);
