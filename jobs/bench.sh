@@ -162,8 +162,12 @@ check_losses() {
 				"$(awk '{print $11}' "$WORK/runs-$tag-$n" | tr '\n' ' ')"
 		LOSS[$n]=$(awk 'NR == 1 {print $11}' "$WORK/runs-$tag-$n")
 	done
-	awk -v a="${LOSS[1]}" -v b="${LOSS[2]}" 'BEGIN {exit !((a - b) ^ 2 <= (0.01 * a) ^ 2)}' ||
-		fail "$tag: 1 rank ends at mean loss ${LOSS[1]}, 2 ranks at ${LOSS[2]} (more than 1% apart)"
+	# Batch norm with each rank's own statistics trains otherwise on 2
+	# ranks (each normalises half the batch): 5% there, 1% elsewhere.
+	local tol=0.01
+	[[ $tag != cnn || $CNN_MODEL != *batchnorm* ]] || tol=0.05
+	awk -v a="${LOSS[1]}" -v b="${LOSS[2]}" -v t=$tol 'BEGIN {exit !((a - b) ^ 2 <= (t * a) ^ 2)}' ||
+		fail "$tag: 1 rank ends at mean loss ${LOSS[1]}, 2 ranks at ${LOSS[2]} (more than $tol relative apart)"
 }
 
 # rank_table TAG BASE: one row per rank count, the median run of

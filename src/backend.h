@@ -142,6 +142,13 @@ struct backend {
 	void (*close)(const struct backend *be);
 };
 
+/* Called first in main, before MPI starts: when OpenBLAS fell back to its
+ * Prescott (SSE3) kernels because it does not know this CPU (0.3.21 and a
+ * Xeon newer than it: sgemm 4-5x slower) and the user set no
+ * OPENBLAS_CORETYPE, it sets the one the CPU can run (SkylakeX with
+ * AVX-512, Haswell with AVX2 and FMA) and starts this program again with
+ * argv; otherwise it returns. */
+void backend_cpu_pick_kernels(char **argv);
 /* The CPU reference backend (OpenBLAS sgemm, one thread per rank). It
  * flushes denormal floats to zero on the calling thread (x86: FTZ, DAZ). */
 const struct backend *backend_cpu(void);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
 #endif
@@ -474,6 +475,29 @@ static void flush_denormals(void)
 {
 #if defined(__SSE__) || defined(__x86_64__)
 	_mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ (bit 15) and DAZ (bit 6) */
+#endif
+}
+
+void backend_cpu_pick_kernels(char **argv)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (getenv("OPENBLAS_CORETYPE") || strcmp(openblas_get_corename(), "Prescott"))
+		return;
+	__builtin_cpu_init();
+	const char *core = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+			   : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+				   ? "Haswell"
+				   : NULL;
+	if (!core)
+		return; /* a CPU as old as its Prescott fallback */
+	/* OpenBLAS picks its kernels when it is loaded: only a new start
+	 * with the variable set takes it (the same process, so mpirun and
+	 * Slurm see nothing). */
+	setenv("OPENBLAS_CORETYPE", core, 1);
+	execv("/proc/self/exe", argv);
+	unsetenv("OPENBLAS_CORETYPE"); /* no exec: carry on with Prescott's */
+#else
+	(void)argv;
 #endif
 }
 

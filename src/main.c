@@ -1,4 +1,5 @@
 /* mtrain's command line: train (the default), import, inspect, eval. */
+#include "backend.h"
 #include "check.h"
 #include "ckpt.h"
 #include "comm.h"
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
 	 * failed (a checkpoint on a full disk, already reported and removed)
 	 * makes it crash. The process is ending: let it. */
 	H5dont_atexit();
+	backend_cpu_pick_kernels(argv);
 	const char *cmd = argc > 1 ? argv[1] : "";
 	if (strcmp(cmd, "import") && strcmp(cmd, "inspect") && strcmp(cmd, "eval") &&
 	    strcmp(cmd, "export"))
