@@ -347,6 +347,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
+	backend_cpu_pick_kernels(argv); /* the kernels mtrain runs */
 	const char *model = DEFAULT_MODEL, *shape = "28,28,1";
 	int classes = 10, reps = 20, rows[MAX_ROWS_LIST] = {64, 128}, n_rows = 2;
 	for (int i = 1; i < argc; i++) {

@@ -8,6 +8,7 @@
  * product or bad arguments).
  *
  * Letters: R rows per rank, D input width, C classes, I/O layer fan_in/out. */
+#include "backend.h"
 #include "bench_gemm.h"
 #include "config.h"
 
@@ -119,6 +120,7 @@ static void step_run(const struct step *s)
 
 int main(int argc, char **argv)
 {
+	backend_cpu_pick_kernels(argv); /* the kernels mtrain runs */
 	int rows, reps = 200, trials = 5;
 	if ((argc != 2 && argc != 4) || bench_parse_int(argv[1], 1, 1 << 16, &rows) ||
 	    (argc == 4 && (bench_parse_int(argv[2], 1, 1 << 24, &reps) ||
