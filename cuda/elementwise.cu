@@ -216,7 +216,7 @@ __global__ void bn_forward_kernel(float *y, const float *x, const float *mean, c
 	if (i >= n)
 		return;
 	int j = (int)(i % cols);
-	y[i] = gamma[j] * bn_xhat(x[i], mean[j], bn_invstd(var[j], eps)) + beta[j];
+	y[i] = bn_y(x[i], mean[j], bn_invstd(var[j], eps), gamma[j], beta[j]);
 }
 
 __global__ void bn_backward_kernel(float *dx, const float *dy, const float *x, const float *mean,

@@ -45,10 +45,8 @@ __global__ void col_moment_kernel(float *m, const float *x, const float *center,
 	int j = blockIdx.x;
 	float c = center ? center[j] : 0.0f;
 	double acc = 0.0;
-	for (int r = threadIdx.x; r < rows; r += THREADS) {
-		float d = x[(size_t)r * cols + j] - c;
-		acc += center ? d * d : d;
-	}
+	for (int r = threadIdx.x; r < rows; r += THREADS)
+		acc += bn_moment_term(x[(size_t)r * cols + j], c, center != NULL);
 	part[threadIdx.x] = acc;
 	block_sum(part);
 	if (threadIdx.x == 0)

@@ -105,6 +105,8 @@ static void win_run(const struct window *w, int oy, int ox, int ky, int *iy, int
 	*iy = y >= 0 && y < w->h ? y : -1;
 	*ka = x0 < 0 ? -x0 : 0;
 	*kb = x0 + w->kw > w->w ? w->w - x0 : w->kw;
+	if (*ka > w->kw) /* all in the padding: an empty run */
+		*ka = w->kw;
 	if (*kb < *ka)
 		*kb = *ka;
 }
@@ -315,10 +317,8 @@ static void cpu_col_moment(const struct backend *be, float *m, const float *x,
 			memcpy(c, center + j0, sizeof(float) * (size_t)nj);
 		for (int r = 0; r < rows; r++) {
 			const float *xr = x + (size_t)r * cols + j0;
-			for (int j = 0; j < nj; j++) {
-				float d = xr[j] - c[j];
-				acc[j] += center ? d * d : d;
-			}
+			for (int j = 0; j < nj; j++)
+				acc[j] += bn_moment_term(xr[j], c[j], center != NULL);
 		}
 		for (int j = 0; j < nj; j++)
 			m[j0 + j] = (float)(acc[j] * scale);
@@ -343,8 +343,8 @@ static void cpu_bn_forward(const struct backend *be, float *y, const float *x, c
 		for (int r = 0; r < rows; r++) {
 			size_t at = (size_t)r * cols + j0;
 			for (int j = 0; j < nj; j++)
-				y[at + j] = gamma[j0 + j] * bn_xhat(x[at + j], mean[j0 + j], inv[j]) +
-					    beta[j0 + j];
+				y[at + j] = bn_y(x[at + j], mean[j0 + j], inv[j], gamma[j0 + j],
+						 beta[j0 + j]);
 		}
 	}
 }
@@ -483,8 +483,16 @@ void backend_cpu_pick_kernels(char **argv)
 #if defined(__x86_64__) && defined(__GNUC__)
 	if (getenv("OPENBLAS_CORETYPE") || strcmp(openblas_get_corename(), "Prescott"))
 		return;
+	/* /proc/self/exe must be this program, not a loader running it
+	 * (ld.so ./mtrain, qemu-user, valgrind) */
+	char self[4096], named[4096];
+	if (!argv[0] || (strchr(argv[0], '/') && (!realpath("/proc/self/exe", self) ||
+						   !realpath(argv[0], named) || strcmp(self, named))))
+		return; /* (a name without '/' was found on PATH: it is this) */
 	__builtin_cpu_init();
-	const char *core = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+	int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+	const char *core = avx512 ? "SkylakeX"
 			   : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
 				   ? "Haswell"
 				   : NULL;
@@ -493,7 +501,8 @@ void backend_cpu_pick_kernels(char **argv)
 	/* OpenBLAS picks its kernels when it is loaded: only a new start
 	 * with the variable set takes it (the same process, so mpirun and
 	 * Slurm see nothing). */
-	setenv("OPENBLAS_CORETYPE", core, 1);
+	if (setenv("OPENBLAS_CORETYPE", core, 1))
+		return; /* no variable, no new start: it would start again */
 	execv("/proc/self/exe", argv);
 	unsetenv("OPENBLAS_CORETYPE"); /* no exec: carry on with Prescott's */
 #else

@@ -172,6 +172,20 @@ MT_FN float bn_invstd(float var, float eps) { return 1.0f / sqrtf(var + eps); }
 
 MT_FN float bn_xhat(float x, float mean, float invstd) { return (x - mean) * invstd; }
 
+MT_FN float bn_y(float x, float mean, float invstd, float gamma, float beta)
+{
+	return gamma * bn_xhat(x, mean, invstd) + beta;
+}
+
+/* A value's term in its channel's moment: x itself (the mean's sum), or
+ * its squared distance from center (the variance's), in double so that a
+ * huge distance does not square to infinity. */
+MT_FN double bn_moment_term(float x, float center, int squared)
+{
+	double d = (double)x - (double)center;
+	return squared ? d * d : d;
+}
+
 MT_FN float bn_dx(float dy, float xhat, float gamma, float invstd, float dgamma, float dbeta,
 		  float inv_n)
 {

@@ -93,7 +93,9 @@ void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows
  * must stay unchanged until the backend has done this step's ops. */
 void model_set_batch_async(struct model *m, const float *x, const int32_t *y, int rows);
 /* --sync-bn: batchnorm layers normalise with the statistics of the global
- * batch of global_rows rows, summed over ranks by sum. */
+ * batch of global_rows rows, summed over ranks by sum (every training step's
+ * global batch has exactly that many rows: the loader drops an epoch's
+ * remainder). */
 void model_sync_bn(struct model *m, sum_fn sum, void *ctx, long global_rows);
 /* After a step that was taken: the non-trainable variables follow the
  * batch it trained on (batchnorm's moving statistics). */

@@ -43,7 +43,8 @@ void params_init(struct params *reg);
 size_t params_add(struct params *reg, const char *name, int ndim, const long *dims);
 /* The same for a non-trainable variable: after every trainable one. */
 size_t params_add_state(struct params *reg, const char *name, int ndim, const long *dims);
-/* Trainable values over all variables (P less the alignment padding). */
+/* Values over all variables, trainable or not (P less the alignment
+ * padding): the start line's parameter count. */
 size_t params_count(const struct params *reg);
 /* The variable called name, or NULL. */
 const struct param *params_find(const struct params *reg, const char *name);

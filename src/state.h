@@ -25,7 +25,7 @@ struct state {
 	const struct backend *be;
 	float **live[STATE_KINDS]; /* where each kind's backend buffer is kept
 				    * (ema_swap moves them): w, shadow, slots */
-	float *host[STATE_KINDS];  /* (P) each, rank 0's staging, else NULL */
+	float *host[STATE_KINDS];  /* (n[k]) each, rank 0's staging, else NULL */
 	int kinds;                 /* 2 + optimizer slots, e.g. 4 for Adam */
 	size_t n[STATE_KINDS];     /* values of each: P for w, T for the others
 				    * (trainable variables only: params.h) */
