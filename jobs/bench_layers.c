@@ -132,15 +132,7 @@ static void step_layers(struct model *m, int rows, struct times *t, int r)
 	for (int i = m->n_layers - 1; i >= 0; i--) {
 		struct layer *l = &m->layer[i];
 		const float *x = i ? m->layer[i - 1].y : m->x;
-		float *dx = NULL;
-		if (l->needs_dx) {
-			if (layer_in_place(l) && dy != m->dlogits)
-				dx = (float *)dy;
-			else {
-				dx = m->scratch[next];
-				next ^= 1;
-			}
-		}
+		float *dx = model_dx(m, l, dy, &next);
 		g_mm_s = 0;
 		t0 = bench_now();
 		layer_backward(m, l, x, dy, dx, rows);

@@ -179,17 +179,6 @@ static void cpu_col2im(const struct backend *be, float *dx, const float *cols, i
  * so overlapping windows add in another order than a GPU's. */
 #define POOL_BLOCK 64
 
-/* The part of the window at (oy, ox) inside the input: rows [*ya, *yb),
- * columns [*xa, *xb). */
-static void pool_clip(const struct window *w, int oy, int ox, int *ya, int *yb, int *xa, int *xb)
-{
-	int y0 = oy * w->sh - w->pt, x0 = ox * w->sw - w->pl;
-	*ya = y0 > 0 ? y0 : 0;
-	*xa = x0 > 0 ? x0 : 0;
-	*yb = y0 + w->kh < w->h ? y0 + w->kh : w->h;
-	*xb = x0 + w->kw < w->w ? x0 + w->kw : w->w;
-}
-
 /* out[0, nc) = the window's max or mean over channels [c0, c0 + nc) of the
  * row xr (h, w, c); for max, at[j] = the input position (iy * w + ix) of
  * channel j's first max (at may be NULL). */
@@ -197,7 +186,7 @@ static void pool_window(float *restrict out, int *restrict at, const float *rest
 			const struct window *w, int oy, int ox, int c0, int nc, int max)
 {
 	int ya, yb, xa, xb;
-	pool_clip(w, oy, ox, &ya, &yb, &xa, &xb);
+	win_clip(w, oy, ox, &ya, &yb, &xa, &xb);
 	int first = 1;
 	for (int iy = ya; iy < yb; iy++)
 		for (int ix = xa; ix < xb; ix++) {
@@ -264,7 +253,7 @@ static void cpu_pool_backward(const struct backend *be, float *dx, const float *
 			for (int ox = 0; ox < w->ow; ox++) {
 				const float *g = dy + (((size_t)r * w->oh + oy) * w->ow + ox) * c;
 				int ya, yb, xa, xb;
-				pool_clip(w, oy, ox, &ya, &yb, &xa, &xb);
+				win_clip(w, oy, ox, &ya, &yb, &xa, &xb);
 				if (ya >= yb || xa >= xb)
 					continue;
 				for (int c0 = 0; c0 < w->c; c0 += POOL_BLOCK) {
@@ -325,11 +314,14 @@ static void cpu_col_moment(const struct backend *be, float *m, const float *x,
 	}
 }
 
-/* invstd (cols) from var (cols). */
-static void invstd_of(float *invstd, const float *var, int cols, float eps)
+/* The block of channels from j0: how many (at most BN_BLOCK), with their
+ * 1 / sqrt(var + eps) in inv. */
+static int bn_block(float *inv, const float *var, int j0, int cols, float eps)
 {
-	for (int j = 0; j < cols; j++)
-		invstd[j] = bn_invstd(var[j], eps);
+	int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
+	for (int j = 0; j < nj; j++)
+		inv[j] = bn_invstd(var[j0 + j], eps);
+	return nj;
 }
 
 static void cpu_bn_forward(const struct backend *be, float *y, const float *x, const float *mean,
@@ -337,9 +329,8 @@ static void cpu_bn_forward(const struct backend *be, float *y, const float *x, c
 			   int cols, float eps)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
-		int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
 		float inv[BN_BLOCK];
-		invstd_of(inv, var + j0, nj, eps);
+		int nj = bn_block(inv, var, j0, cols, eps);
 		for (int r = 0; r < rows; r++) {
 			size_t at = (size_t)r * cols + j0;
 			for (int j = 0; j < nj; j++)
@@ -354,10 +345,9 @@ static void cpu_bn_backward_sums(const struct backend *be, float *sums, const fl
 				 int cols, float eps)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
-		int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
 		float inv[BN_BLOCK];
 		double dgamma[BN_BLOCK] = {0}, dbeta[BN_BLOCK] = {0};
-		invstd_of(inv, var + j0, nj, eps);
+		int nj = bn_block(inv, var, j0, cols, eps);
 		for (int r = 0; r < rows; r++) {
 			size_t at = (size_t)r * cols + j0;
 			for (int j = 0; j < nj; j++) {
@@ -377,9 +367,8 @@ static void cpu_bn_backward(const struct backend *be, float *dx, const float *dy
 			    const float *sums, int rows, int cols, float eps, float inv_n)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
-		int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
 		float inv[BN_BLOCK];
-		invstd_of(inv, var + j0, nj, eps);
+		int nj = bn_block(inv, var, j0, cols, eps);
 		for (int r = 0; r < rows; r++) {
 			size_t at = (size_t)r * cols + j0;
 			for (int j = 0; j < nj; j++) {

@@ -43,26 +43,40 @@ static int dense_shape(struct layer *l, int classes, char *why, size_t len)
 	return 0;
 }
 
-static void dense_vars(struct layer *l, struct params *reg, const char *name, int trainable)
+/* dense's and conv2d's variables: name/kernel of shape kdims[0..kndim)
+ * and name/bias of its last dimension. */
+static void kernel_and_bias(struct layer *l, struct params *reg, const char *name, int kndim,
+			    const long *kdims)
 {
-	if (!trainable)
-		return;
 	char full[PARAM_NAME_LEN];
-	long kdims[2] = {(long)l->in_size, (long)l->out_size}, bdims[1] = {(long)l->out_size};
 	snprintf(full, sizeof(full), "%s/kernel", name);
-	l->var[0] = params_add(reg, full, 2, kdims);
+	l->var[0] = params_add(reg, full, kndim, kdims);
 	snprintf(full, sizeof(full), "%s/bias", name);
-	l->var[1] = params_add(reg, full, 1, bdims);
+	l->var[1] = params_add(reg, full, 1, &kdims[kndim - 1]);
 	l->n_vars = 2;
 }
 
-/* Glorot-uniform kernel, zero bias (Keras' defaults). */
+/* A Glorot-uniform kernel of n values at host_w + l->var[0] (Keras'
+ * default; the bias stays 0). */
+static void glorot_kernel(const struct layer *l, struct rng *r, float *host_w, size_t n,
+			  size_t fan_in, size_t fan_out)
+{
+	float limit = sqrtf(6.0f / (float)(fan_in + fan_out));
+	float *k = host_w + l->var[0];
+	for (size_t i = 0; i < n; i++)
+		k[i] = (2.0f * rng_uniform(r) - 1.0f) * limit;
+}
+
+static void dense_vars(struct layer *l, struct params *reg, const char *name, int trainable)
+{
+	long kdims[2] = {(long)l->in_size, (long)l->out_size};
+	if (trainable)
+		kernel_and_bias(l, reg, name, 2, kdims);
+}
+
 static void dense_init(const struct layer *l, struct rng *r, float *host_w)
 {
-	float limit = sqrtf(6.0f / (float)(l->in_size + l->out_size));
-	float *k = host_w + l->var[0];
-	for (size_t i = 0; i < l->in_size * l->out_size; i++)
-		k[i] = (2.0f * rng_uniform(r) - 1.0f) * limit;
+	glorot_kernel(l, r, host_w, l->in_size * l->out_size, l->in_size, l->out_size);
 }
 
 static void dense_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
@@ -203,29 +217,19 @@ static int conv_shape(struct layer *l, int classes, char *why, size_t len)
 
 static void conv_vars(struct layer *l, struct params *reg, const char *name, int trainable)
 {
-	if (!trainable)
-		return;
-	char full[PARAM_NAME_LEN];
 	/* [kh, kw, in, out], Keras' shape: row-major, the matrix of kh*kw*in
 	 * rows (im2col's column order) and out columns that conv2d multiplies by */
 	long kdims[4] = {l->spec.size, l->spec.size, l->in[2], l->spec.units};
-	long bdims[1] = {l->spec.units};
-	snprintf(full, sizeof(full), "%s/kernel", name);
-	l->var[0] = params_add(reg, full, 4, kdims);
-	snprintf(full, sizeof(full), "%s/bias", name);
-	l->var[1] = params_add(reg, full, 1, bdims);
-	l->n_vars = 2;
+	if (trainable)
+		kernel_and_bias(l, reg, name, 4, kdims);
 }
 
 /* Glorot-uniform over fan_in = kh*kw*in and fan_out = kh*kw*out (Keras). */
 static void conv_init(const struct layer *l, struct rng *r, float *host_w)
 {
 	size_t area = (size_t)l->spec.size * l->spec.size;
-	size_t in = area * l->in[2], out = area * l->spec.units;
-	float limit = sqrtf(6.0f / (float)(in + out));
-	float *k = host_w + l->var[0];
-	for (size_t i = 0; i < in * l->spec.units; i++)
-		k[i] = (2.0f * rng_uniform(r) - 1.0f) * limit;
+	glorot_kernel(l, r, host_w, area * l->in[2] * l->spec.units, area * l->in[2],
+		      area * l->spec.units);
 }
 
 static void conv_forward(struct model *m, struct layer *l, const float *x, int rows, int train)

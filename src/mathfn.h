@@ -89,21 +89,30 @@ MT_FN float win_col2im(const float *cols, const struct window *w, size_t i)
 	return sum;
 }
 
+/* The part of window (oy, ox) inside the input: rows [*ya, *yb), columns
+ * [*xa, *xb) (empty when *ya >= *yb or *xa >= *xb). */
+MT_FN void win_clip(const struct window *w, int oy, int ox, int *ya, int *yb, int *xa, int *xb)
+{
+	int y0 = oy * w->sh - w->pt, x0 = ox * w->sw - w->pl;
+	*ya = y0 > 0 ? y0 : 0;
+	*xa = x0 > 0 ? x0 : 0;
+	*yb = y0 + w->kh < w->h ? y0 + w->kh : w->h;
+	*xb = x0 + w->kw < w->w ? x0 + w->kw : w->w;
+}
+
 /* The first position (ky * kw + kx) of the largest value in window
  * (oy, ox) of row r, channel ch: ties go to the first, as in TF. */
 MT_FN int win_argmax(const float *x, const struct window *w, size_t r, int oy, int ox, int ch)
 {
-	int best = -1;
+	int best = -1, ya, yb, xa, xb;
 	float top = 0.0f;
-	for (int ky = 0; ky < w->kh; ky++)
-		for (int kx = 0; kx < w->kw; kx++) {
-			int iy = oy * w->sh + ky - w->pt, ix = ox * w->sw + kx - w->pl;
-			if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
-				continue;
+	win_clip(w, oy, ox, &ya, &yb, &xa, &xb);
+	for (int iy = ya; iy < yb; iy++)
+		for (int ix = xa; ix < xb; ix++) {
 			float v = x[((r * w->h + iy) * w->w + ix) * w->c + ch];
 			if (best < 0 || v > top) {
 				top = v;
-				best = ky * w->kw + kx;
+				best = (iy - oy * w->sh + w->pt) * w->kw + ix - ox * w->sw + w->pl;
 			}
 		}
 	return best;
@@ -120,17 +129,13 @@ MT_FN float win_pool(const float *x, const struct window *w, int max, size_t i)
 		int iy = oy * w->sh + a / w->kw - w->pt, ix = ox * w->sw + a % w->kw - w->pl;
 		return x[((r * w->h + iy) * w->w + ix) * w->c + ch];
 	}
+	int ya, yb, xa, xb;
+	win_clip(w, oy, ox, &ya, &yb, &xa, &xb);
 	float sum = 0.0f;
-	int count = 0;
-	for (int ky = 0; ky < w->kh; ky++)
-		for (int kx = 0; kx < w->kw; kx++) {
-			int iy = oy * w->sh + ky - w->pt, ix = ox * w->sw + kx - w->pl;
-			if (iy < 0 || iy >= w->h || ix < 0 || ix >= w->w)
-				continue;
+	for (int iy = ya; iy < yb; iy++)
+		for (int ix = xa; ix < xb; ix++)
 			sum += x[((r * w->h + iy) * w->w + ix) * w->c + ch];
-			count++;
-		}
-	return count ? sum / (float)count : 0.0f;
+	return ya < yb && xa < xb ? sum / (float)((yb - ya) * (xb - xa)) : 0.0f;
 }
 
 /* Pooling backward: element i of dx (R, h, w, c), gathered from the
@@ -153,10 +158,9 @@ MT_FN float win_pool_bwd(const float *dy, const float *x, const struct window *w
 					sum += g;
 				continue;
 			}
-			int y0 = oy * w->sh - w->pt, x0 = ox * w->sw - w->pl;
-			int ny = (y0 + w->kh < w->h ? y0 + w->kh : w->h) - (y0 > 0 ? y0 : 0);
-			int nx = (x0 + w->kw < w->w ? x0 + w->kw : w->w) - (x0 > 0 ? x0 : 0);
-			sum += g / (float)(ny * nx);
+			int ya, yb, xa, xb;
+			win_clip(w, oy, ox, &ya, &yb, &xa, &xb);
+			sum += g / (float)((yb - ya) * (xb - xa));
 		}
 	return sum;
 }

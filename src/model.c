@@ -266,6 +266,17 @@ void model_grad_ready(struct model *m, size_t first, size_t n)
 		m->ready(m->ready_ctx, m->g + first, n);
 }
 
+float *model_dx(struct model *m, const struct layer *l, const float *dy, int *next)
+{
+	if (!l->needs_dx)
+		return NULL;
+	if (layer_in_place(l) && dy != m->dlogits)
+		return (float *)dy;
+	float *dx = m->scratch[*next];
+	*next ^= 1;
+	return dx;
+}
+
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)
 {
 	m->ready = ready;
@@ -275,15 +286,7 @@ void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)
 	for (int i = m->n_layers - 1; i >= 0; i--) {
 		struct layer *l = &m->layer[i];
 		const float *x = i ? m->layer[i - 1].y : m->x;
-		float *dx = NULL;
-		if (l->needs_dx) {
-			if (layer_in_place(l) && dy != m->dlogits)
-				dx = (float *)dy;
-			else {
-				dx = m->scratch[next];
-				next ^= 1;
-			}
-		}
+		float *dx = model_dx(m, l, dy, &next);
 		layer_backward(m, l, x, dy, dx, rows);
 		if (!dx)
 			break; /* no layer below has variables */

@@ -114,5 +114,10 @@ void model_take_stats(struct model *m, float out[2]);
 /* Backward pass: every gradient written into its slot of g (overwritten);
  * ready (may be NULL) hears of each layer's as it completes. */
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx);
+/* Where layer l's backward writes dx, given dy (its output's gradient):
+ * NULL when no layer below has variables, dy itself for a kind that works
+ * in place, else the scratch buffer *next (flipped for the next layer).
+ * model_backward's choice, for callers stepping layer by layer. */
+float *model_dx(struct model *m, const struct layer *l, const float *dy, int *next);
 /* For layers.c: the gradients at g[first, first + n) are final. */
 void model_grad_ready(struct model *m, size_t first, size_t n);

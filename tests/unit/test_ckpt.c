@@ -201,18 +201,25 @@ static void check_attr_format(const char *path, const struct fixture *f)
 	H5Fclose(file);
 }
 
+/* A copy of src at dir/name (its path in dst), opened for writing: the
+ * HDF5 file, or -1 when the copy or the open failed. */
+static hid_t open_copy(const char *src, const char *dir, const char *name, char *dst, size_t len)
+{
+	size_t n = 0;
+	unsigned char *bytes = fixture_read_file(src, &n);
+	snprintf(dst, len, "%s/%s", dir, name);
+	int copied = bytes && !fixture_write_file(dst, bytes, n);
+	free(bytes);
+	return copied ? H5Fopen(dst, H5F_ACC_RDWR, H5P_DEFAULT) : -1;
+}
+
 /* A copy of src at dir/name without root attribute key, or with it
  * rewritten as the int64 *value: 0, or -1 when that failed. */
 static int copy_edited(const char *src, const char *dir, const char *name, const char *key,
 		       const int64_t *value, char *dst, size_t len)
 {
-	size_t n = 0;
-	unsigned char *bytes = fixture_read_file(src, &n);
-	snprintf(dst, len, "%s/%s", dir, name);
-	int rc = bytes && !fixture_write_file(dst, bytes, n) ? 0 : -1;
-	free(bytes);
-	hid_t file = rc ? -1 : H5Fopen(dst, H5F_ACC_RDWR, H5P_DEFAULT);
-	rc = file < 0 || H5Adelete(file, key) < 0 ? -1 : 0;
+	hid_t file = open_copy(src, dir, name, dst, len);
+	int rc = file < 0 || H5Adelete(file, key) < 0 ? -1 : 0;
 	if (!rc && value) {
 		hid_t sp = H5Screate(H5S_SCALAR);
 		hid_t a = H5Acreate2(file, key, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
@@ -496,14 +503,8 @@ static void check_inspect(const char *path, const struct fixture *f)
 static int copy_with_rank(const char *src, const char *dir, const char *name, int nd,
 			  char *dst, size_t len)
 {
-	size_t n = 0;
-	unsigned char *bytes = fixture_read_file(src, &n);
-	snprintf(dst, len, "%s/%s", dir, name);
-	int rc = bytes && !fixture_write_file(dst, bytes, n) ? 0 : -1;
-	free(bytes);
-	hid_t file = rc ? -1 : H5Fopen(dst, H5F_ACC_RDWR, H5P_DEFAULT);
-	if (file < 0 || H5Ldelete(file, "conv2d.kernel", H5P_DEFAULT) < 0)
-		rc = -1;
+	hid_t file = open_copy(src, dir, name, dst, len);
+	int rc = file < 0 || H5Ldelete(file, "conv2d.kernel", H5P_DEFAULT) < 0 ? -1 : 0;
 	const hsize_t dims[5] = {3, 3, 1, 32, 1};
 	float values[288] = {0};
 	hid_t space = nd ? H5Screate_simple(nd, dims, NULL) : H5Screate(H5S_SCALAR);
