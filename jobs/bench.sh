@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Throughput of mtrain on 1 and 2 CPU ranks (Fashion-MNIST, Adam, global
-# batch 128), each model set against baselines measured in the same run:
+# batch 128; 2 ranks both with ZeRO-1, the default on one node, and with
+# --zero 0), each model set against baselines measured in the same run:
 #   mlp: the default job (MLP 784-256-256-10) against this machine's own
 #        single-thread OpenBLAS sgemm rate for the same matrix products
 #        (bench_sgemm);
@@ -146,9 +147,10 @@ warm_up() {
 }
 
 # check_losses TAG: a rank count's repeats print the same loss (mtrain is
-# deterministic), and 2 ranks train the same model as 1 (the loss is the
-# mean over the whole run; summation order differs, little else). Sets
-# LOSS[1], LOSS[2].
+# deterministic), 2 ranks train the same model as 1 (the loss is the mean
+# over the whole run; summation order differs, little else), and the same
+# loss with --zero 0 as with ZeRO-1 (on 2 ranks, bitwise the same run).
+# Sets LOSS[1], LOSS[2].
 declare -A LOSS
 check_losses() {
 	local tag=$1
@@ -164,28 +166,37 @@ check_losses() {
 	[[ $tag != cnn || $CNN_MODEL != *batchnorm* ]] || tol=0.05
 	awk -v a="${LOSS[1]}" -v b="${LOSS[2]}" -v t=$tol 'BEGIN {exit !((a - b) ^ 2 <= (t * a) ^ 2)}' ||
 		fail "$tag: 1 rank ends at mean loss ${LOSS[1]}, 2 ranks at ${LOSS[2]} (more than $tol relative apart)"
+	[ "$(awk '{print $11}' "$WORK/runs-$tag-2z0" | sort -u)" = "${LOSS[2]}" ] ||
+		fail "$tag: 2 ranks --zero 0 end at mean loss $(awk '{print $11}' "$WORK/runs-$tag-2z0" | sort -u | tr '\n' ' '), ZeRO-1 at ${LOSS[2]}"
 }
 
-# rank_table TAG BASE: one row per rank count, the median run of
-# $WORK/runs-TAG-N set against the median of $WORK/BASE-N. Sets SPS.
+# rank_table TAG BASE: one row per run kind (1 rank; 2 ranks; 2 ranks
+# --zero 0, "2z0"), the median run of $WORK/runs-TAG-KIND set against the
+# median of $WORK/BASE-N for its N ranks. Sets SPS. allreduce is all of the
+# gradients' and weights' communication (ZeRO-1: reduce-scatter and
+# all-gather).
 declare -A SPS
 rank_table() {
 	local tag=$1 basefile=$2
-	printf '%-5s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s\n' \
-		ranks rows samples/s data forward backward allreduce optimizer ema other total \
+	printf '%-5s %4s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s\n' \
+		ranks zero rows samples/s data forward backward allreduce optimizer ema other total \
 		GFLOP/s sgemm ach/sgemm
-	for n in "${RANK_COUNTS[@]}"; do
+	for kind in 1 2 2z0; do
+		local n=${kind%z0} zero=1
+		[ "$n" = 1 ] && zero=-
+		[ "$kind" = 2z0 ] && zero=0
 		read -r _ sps data fwd bwd ar opt ema total gf _ rows _ \
-			<<<"$(median_row "$WORK/runs-$tag-$n" 2)"
+			<<<"$(median_row "$WORK/runs-$tag-$kind" 2)"
 		base=$(median "$WORK/$basefile-$n" 1)
-		SPS[$n]=$sps
-		awk -v n="$n" -v rows="$rows" -v sps="$sps" -v d="$data" -v f="$fwd" -v b="$bwd" -v a="$ar" -v o="$opt" \
+		SPS[$kind]=$sps
+		awk -v n="$n" -v z="$zero" -v rows="$rows" -v sps="$sps" -v d="$data" -v f="$fwd" -v b="$bwd" -v a="$ar" -v o="$opt" \
 			-v e="$ema" -v t="$total" -v gf="$gf" -v base="$base" 'BEGIN {
-			printf "%-5d %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f\n",
-				n, rows, sps, d, f, b, a, o, e, t - (d + f + b + a + o + e), t, gf, base, gf / base }'
+			printf "%-5d %4s %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f\n",
+				n, z, rows, sps, d, f, b, a, o, e, t - (d + f + b + a + o + e), t, gf, base, gf / base }'
 	done
-	awk -v s1="${SPS[1]}" -v s2="${SPS[2]}" 'BEGIN {
-		printf "speed-up, 2 ranks / 1 rank (samples/s): %.2fx (2 cores)\n", s2 / s1 }'
+	awk -v s1="${SPS[1]}" -v s2="${SPS[2]}" -v z0="${SPS[2z0]}" 'BEGIN {
+		printf "speed-up, 2 ranks / 1 rank (samples/s): %.2fx with ZeRO-1, %.2fx with --zero 0 (2 cores)\n",
+			s2 / s1, z0 / s1 }'
 }
 
 # The python3 that imports torch: $PYTHON, else python3, else Debian's.
@@ -260,6 +271,7 @@ if has mlp; then
 			sgemm "$n" "${ROWS[$n]}"
 			train "$n" "$STEPS" "mlp-$n"
 		done
+		train 2 "$STEPS" mlp-2z0 --zero 0
 	done
 	check_losses mlp
 
@@ -268,6 +280,7 @@ if has mlp; then
 	echo "== MLP: default job, $STEPS steps a run (checkpoints in each: ${ckpts% }), median of $REPEATS runs per row"
 	echo "rank 0's figures, ms per step, steady state (first 5 steps and checkpoints left out); other = total - phases;"
 	echo "GFLOP/s = mtrain's forward+backward FLOPs / forward+backward time (bias, activation, loss included);"
+	echo "zero: 1 = ZeRO-1 (the default on one node), 0 = --zero 0 (all-reduce, whole optimizer on every rank);"
 	echo "sgemm = bench_sgemm's rate for the same 8 products alone, one OpenBLAS thread per process,"
 	echo "as many processes at once as ranks, placed by mpirun alike; ach/sgemm = GFLOP/s / sgemm"
 	rank_table mlp sgemm
@@ -284,6 +297,7 @@ if has cnn; then
 			layers_sgemm "$n" "${ROWS[$n]}"
 			train "$n" "$CNN_STEPS" "cnn-$n" "${CNN_ARGS[@]}"
 		done
+		train 2 "$CNN_STEPS" cnn-2z0 "${CNN_ARGS[@]}" --zero 0
 	done
 	check_losses cnn
 	# The per-kind table: one process alone, both per-rank batches.

@@ -17,6 +17,15 @@ struct comm_ops {
 	/* Completes every started all-reduce: afterwards the backend's next op
 	 * sees the sums. */
 	void (*allreduce_wait)(struct comm *c);
+	/* ZeRO-1's data plane, blocking, backend memory. buf holds n values
+	 * split as shard_plan (params.h) splits them over c->size ranks, each
+	 * per rank; it has room for size * each, zero past n.
+	 * reduce_scatter: this rank's shard of buf = its sum over every rank;
+	 * the rest of [0, n) is left undefined. */
+	void (*reduce_scatter)(struct comm *c, float *buf, size_t n, size_t each);
+	/* allgather: buf [0, n) on every rank = each rank's shard of its buf;
+	 * nothing past n is written. */
+	void (*allgather)(struct comm *c, float *buf, size_t n, size_t each);
 	/* buf (n) on every rank = buf (n) on root, backend memory. */
 	void (*bcast)(struct comm *c, float *buf, size_t n, int root);
 	/* Releases what the data plane holds; called by comm_finalize. */
@@ -31,6 +40,8 @@ struct comm {
 	double timeout; /* seconds one collective may take, then the job is
 			 * ended with a message (--comm-timeout); 0: no limit */
 	_Atomic long step; /* last completed training step, for roll calls */
+	int zero_pays;  /* 1: reduce_scatter + allgather beat allreduce
+			 * (--zero auto): NCCL, or every rank on one node */
 	void *impl; /* the data plane's own state */
 };
 
@@ -60,6 +71,13 @@ int comm_first(struct comm *c, int flag);
 void comm_sum_host(struct comm *c, double *buf, int n);
 /* all (size * bytes) = every rank's mine (bytes), in rank order, host memory. */
 void comm_allgather_host(struct comm *c, const void *mine, void *all, size_t bytes);
+/* Rank root's all (n) = every rank's shard of it (mine: its len values,
+ * shard_plan's split with each per rank), host floats. */
+void comm_gather_shards(struct comm *c, const float *mine, float *all, size_t n, size_t each,
+			int root);
+/* Every rank's mine (its shard's len values) = its shard of root's all. */
+void comm_scatter_shards(struct comm *c, const float *all, float *mine, size_t n, size_t each,
+			 int root);
 /* bytes of buf on root copied to every rank, host memory. */
 void comm_bcast_host(struct comm *c, void *buf, size_t bytes, int root);
 void comm_barrier(struct comm *c);

@@ -31,6 +31,9 @@ struct nccl_state {
 	cudaStream_t stream;    /* collectives */
 	cudaEvent_t computed;   /* compute stream reached a bucket */
 	cudaEvent_t reduced;    /* collectives done */
+	float *gathered;        /* (room) allgather's landing when n is short of
+				 * size * each, or NULL */
+	size_t room;
 };
 
 /* Gives up on a collective: say who and what first (the abort itself may
@@ -122,6 +125,52 @@ static void nccl_allreduce_wait(struct comm *c)
 	watchdog_count(0);
 }
 
+/* NCCL's blocks are equal: buf has room for size * each (zero past n),
+ * and this rank's sum lands in place at its block. */
+static void nccl_reduce_scatter(struct comm *c, float *buf, size_t n, size_t each)
+{
+	struct nccl_state *s = c->impl;
+	(void)n;
+	timeline_begin("reduce-scatter");
+	after_compute(s);
+	watchdog_count(1);
+	NCCL_CHECK(ncclReduceScatter(buf, buf + (size_t)c->rank * each, each, ncclFloat, ncclSum,
+				     s->comm, s->stream));
+	settle(c, s, "reduce-scatter");
+	wait_collectives(c, s, "reduce-scatter");
+	watchdog_count(0);
+	timeline_end();
+}
+
+/* In place when the blocks fill n exactly; else (the last block is short,
+ * and what follows n in buf must stay) through the plane's own buffer. */
+static void nccl_allgather(struct comm *c, float *buf, size_t n, size_t each)
+{
+	struct nccl_state *s = c->impl;
+	size_t all = (size_t)c->size * each;
+	float *land = buf;
+	if (all != n) {
+		if (s->room < all) {
+			CUDA_CHECK(cudaFree(s->gathered));
+			CUDA_CHECK(cudaMalloc((void **)&s->gathered, all * sizeof(float)));
+			s->room = all;
+		}
+		land = s->gathered;
+	}
+	timeline_begin("all-gather");
+	after_compute(s);
+	watchdog_count(1);
+	NCCL_CHECK(ncclAllGather(buf + (size_t)c->rank * each, land + (size_t)c->rank * each, each,
+				 ncclFloat, s->comm, s->stream));
+	settle(c, s, "all-gather");
+	if (land != buf)
+		CUDA_CHECK(cudaMemcpyAsync(buf, land, n * sizeof(float), cudaMemcpyDeviceToDevice,
+					   s->stream));
+	wait_collectives(c, s, "all-gather");
+	watchdog_count(0);
+	timeline_end();
+}
+
 static void nccl_bcast(struct comm *c, float *buf, size_t n, int root)
 {
 	struct nccl_state *s = c->impl;
@@ -146,6 +195,7 @@ static void nccl_release(struct comm *c)
 	CUDA_CHECK(cudaEventDestroy(s->computed));
 	CUDA_CHECK(cudaEventDestroy(s->reduced));
 	CUDA_CHECK(cudaStreamDestroy(s->stream));
+	CUDA_CHECK(cudaFree(s->gathered));
 	free(s);
 	c->impl = NULL;
 	c->ops = NULL;
@@ -155,6 +205,8 @@ static const struct comm_ops nccl_ops = {
 	.name = "nccl",
 	.allreduce_start = nccl_allreduce_start,
 	.allreduce_wait = nccl_allreduce_wait,
+	.reduce_scatter = nccl_reduce_scatter,
+	.allgather = nccl_allgather,
 	.bcast = nccl_bcast,
 	.release = nccl_release,
 };
@@ -181,6 +233,7 @@ int comm_attach_device(struct comm *c, const struct backend *be)
 	CUDA_CHECK(cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming));
 	CUDA_CHECK(cudaEventCreateWithFlags(&s->reduced, cudaEventDisableTiming));
 	c->ops = &nccl_ops;
+	c->zero_pays = 1;
 	return 0;
 }
 

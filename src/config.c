@@ -56,6 +56,7 @@ const struct option_def options[] = {
 	OPT("log-every", T_LONG, log_every, 1, 1e12, M, "steps between progress lines"),
 	OPT("metrics", T_STR, metrics, 0, 0, M, "append JSON-lines metrics to this file (rank 0)"),
 	OPT_ENUM("device", device, device_names, M, "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"),
+	OPT_ENUM("zero", zero, zero_names, M, "ZeRO stage 1: 1 splits the optimizer's update and slots over the ranks (gradients reduce-scattered, weights all-gathered), 0 keeps a whole copy on every rank, auto: 1 where it is faster (one node, or NCCL)"),
 	OPT_ENUM("precision", precision, precision_names, M, "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"),
 	OPT("comm-timeout", T_FLOAT, comm_timeout, 1, 86400, M, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"),
 	OPT("max-bad-steps", T_INT, max_bad_steps, 1, 1e6, M, "steps in a row whose gradients hold NaN or Inf (skipped, retried) before the job stops"),
@@ -97,6 +98,7 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->resume, PATH_LEN, "auto");
 	cfg->log_every = 50;
 	cfg->device = DEVICE_AUTO;
+	cfg->zero = ZERO_AUTO;
 	cfg->precision = PRECISION_FP32;
 	cfg->comm_timeout = 300.0f;
 	cfg->max_bad_steps = 5;

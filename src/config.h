@@ -49,6 +49,7 @@ struct config {
 	char timeline[PATH_LEN];  /* Chrome trace file, e.g. "trace.json", "" for none */
 	char timeline_steps[PATH_LEN]; /* "A:B": the steps it records, e.g. "100:120"; "" all */
 	int device;               /* enum device_kind */
+	int zero;                 /* enum zero_kind, e.g. ZERO_AUTO */
 	int precision;            /* enum precision: matrix products, e.g. PRECISION_FP32 */
 	float comm_timeout;       /* seconds one collective may take, e.g. 300 */
 	int max_bad_steps;        /* NaN/Inf steps in a row before stopping, e.g. 5 */

@@ -157,7 +157,7 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 		/* Not an owner: the shadows are the checkpoint's, never updated. */
 		ema_init(&ema, be, model.w, model.reg.trainable, model.reg.total, cfg.ema_decay,
 			 cfg.ema_num_updates, 0);
-		state_init(&state, be, &model.reg, &model.w, &ema.shadow, NULL, c->rank == 0);
+		state_init(&state, be, &model.reg, &model.w, &ema.shadow, NULL, NULL, c->rank == 0);
 		eval_init(&ev, &data, &model);
 		if (c->rank == 0 && state_read(&state, ckpt, 1, &m) == 0)
 			free(m.config);

@@ -10,6 +10,7 @@ const char *const optim_names[] = {OPTIM_KINDS(KIND_NAME) NULL};
 const char *const device_names[] = {DEVICE_KINDS(KIND_NAME) NULL};
 const char *const precision_names[] = {PRECISION_KINDS(KIND_NAME) NULL};
 const char *const schedule_names[] = {SCHEDULE_KINDS(KIND_NAME) NULL};
+const char *const zero_names[] = {ZERO_KINDS(KIND_NAME) NULL};
 
 int kind_parse(const char *const *names, const char *word)
 {

@@ -34,6 +34,14 @@
 	X(PRECISION_FP32, "fp32")                                              \
 	X(PRECISION_BF16, "bf16")
 
+/* X(id, name): ZeRO stage 1 (--zero): 1 shards the optimizer's update and
+ * slots over the ranks, 0 keeps a whole copy on every rank, auto takes 1
+ * where the data plane makes it pay (comm.h's zero_pays). */
+#define ZERO_KINDS(X)                                                          \
+	X(ZERO_OFF, "0")                                                       \
+	X(ZERO_ON, "1")                                                        \
+	X(ZERO_AUTO, "auto")
+
 /* X(id, name): the learning rate after warm-up (--schedule). */
 #define SCHEDULE_KINDS(X)                                                      \
 	X(SCHED_CONSTANT, "constant")                                          \
@@ -46,6 +54,7 @@ enum optim_kind { OPTIM_KINDS(KIND_ID) };
 enum device_kind { DEVICE_KINDS(KIND_ID) };
 enum precision { PRECISION_KINDS(KIND_ID) };
 enum lr_schedule { SCHEDULE_KINDS(KIND_ID) };
+enum zero_kind { ZERO_KINDS(KIND_ID) };
 #undef KIND_ID
 
 #ifndef __CUDACC__
@@ -59,6 +68,7 @@ extern const char *const optim_names[];
 extern const char *const device_names[];
 extern const char *const precision_names[];
 extern const char *const schedule_names[];
+extern const char *const zero_names[];
 
 /* The index of word in names, or -1. */
 int kind_parse(const char *const *names, const char *word);

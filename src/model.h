@@ -41,9 +41,14 @@ struct model {
 	grad_ready_fn ready;   /* model_backward's listener */
 	void *ready_ctx;
 
+	size_t g_room;         /* values g needs room for, if over P: ZeRO-1's
+				* reduce-scatter sees ranks * each (params.h);
+				* set before model_alloc, 0 otherwise */
+
 	/* Backend memory, allocated by model_alloc. */
 	float *w;              /* (P) variables */
-	float *g;              /* (P) gradients; [T, P) stays 0 */
+	float *g;              /* (P, or g_room if more) gradients; past T
+				* stays 0 */
 	float *x;              /* (R, D) input batch */
 	int32_t *y;            /* (R) labels */
 	float *dlogits;        /* (R, C) */

@@ -2,6 +2,7 @@
 #include "report.h"
 #include "check.h"
 #include "log.h"
+#include "optim.h"
 #include "tensorboard.h"
 #include "version.h"
 
@@ -53,8 +54,8 @@ static int report_nodes(struct comm *c)
 }
 
 void report_start(const struct config *cfg, struct comm *c, const struct backend *be,
-		  const struct model *m, const struct dataset *train, int has_eval, long step,
-		  long total_steps, long steps_per_epoch)
+		  const struct model *m, const struct shard *sh, const struct dataset *train,
+		  int has_eval, long step, long total_steps, long steps_per_epoch)
 {
 	char layers[1024];
 	model_text(m, cfg, layers, sizeof(layers));
@@ -74,15 +75,25 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		 layers, params_count(&m->reg), kind_name(optim_names, cfg->optim), cfg->lr, cfg->batch,
 		 per_rank, total_steps, steps_per_epoch);
 	int nodes = report_nodes(c);
+	/* The optimizer's slots this rank holds: its shard's under ZeRO-1. */
+	int slots = optim_slots(cfg);
+	double mine = 4.0 * slots * (double)sh->len, whole = 4.0 * slots * (double)sh->total;
+	if (sh->ranks > 1)
+		log_info("zero 1: optimizer state %.2f MiB per rank (%d slot%s of a 1/%d shard, "
+			 "%zu values), %.2f MiB unsharded", mine / 1048576.0, slots,
+			 slots == 1 ? "" : "s", sh->ranks, sh->len, whole / 1048576.0);
+	else
+		log_info("zero 0: optimizer state %.2f MiB per rank (%d slot%s, whole on every "
+			 "rank)", mine / 1048576.0, slots, slots == 1 ? "" : "s");
 	const char *eval_data = has_eval ? cfg->eval_data : "none";
 	log_info("data %s (%ld rows), eval %s", cfg->data, train->n, eval_data);
 	char data[JSON_PATH_LEN], eval[JSON_PATH_LEN];
 	metrics_write("{\"event\":\"start\",\"step\":%ld,\"total_steps\":%ld,\"ranks\":%d,"
 		      "\"nodes\":%d,\"backend\":\"%s\",\"batch\":%d,\"data\":\"%s\","
-		      "\"eval_data\":\"%s\"}",
+		      "\"eval_data\":\"%s\",\"zero\":%d,\"optimizer_bytes_per_rank\":%.0f}",
 		      step, total_steps, c->size, nodes, backend, cfg->batch,
 		      json_escape(cfg->data, data, sizeof(data)),
-		      json_escape(eval_data, eval, sizeof(eval)));
+		      json_escape(eval_data, eval, sizeof(eval)), sh->ranks > 1, mine);
 }
 
 void report_progress(struct progress *p, struct model *m, struct comm *c, long step,

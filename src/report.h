@@ -23,10 +23,11 @@ struct progress {
 };
 
 /* The run's first lines: ranks, backend, communicator, model, optimizer,
- * batch, steps; the data; the metrics "start" event. */
+ * batch, steps; the optimizer state per rank (sh: this rank's share of
+ * it); the data; the metrics "start" event. */
 void report_start(const struct config *cfg, struct comm *c, const struct backend *be,
-		  const struct model *m, const struct dataset *train, int has_eval, long step,
-		  long total_steps, long steps_per_epoch);
+		  const struct model *m, const struct shard *sh, const struct dataset *train,
+		  int has_eval, long step, long total_steps, long steps_per_epoch);
 /* One progress line at step (of total_steps, in the epoch shown) with the
  * loss since the last one (m's stats, summed over ranks: collective), the
  * rate lr and samples/s; a "train" event; p restarts. */

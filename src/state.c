@@ -10,13 +10,18 @@
 #include <time.h>
 
 void state_init(struct state *s, const struct backend *be, const struct params *reg,
-		float **w, float **shadow, const struct optim *o, int host_staging)
+		float **w, float **shadow, const struct optim *o, const struct shard *slots,
+		int host_staging)
 {
 	memset(s, 0, sizeof(*s));
 	s->be = be;
 	s->kinds = 2 + (o ? o->n_slots : 0);
 	for (int k = 0; k < s->kinds; k++)
 		s->n[k] = k ? reg->trainable : reg->total;
+	if (slots)
+		s->slots = *slots;
+	else
+		shard_plan(&s->slots, reg->trainable, 0, 1);
 	s->live[0] = w;
 	s->live[1] = shadow;
 	const char *suffix[STATE_KINDS] = {NULL, EMA_SUFFIX};
@@ -49,13 +54,39 @@ void state_free(struct state *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* Kind k is split over the ranks: the optimizer's slots under ZeRO-1. */
+static int sharded(const struct state *s, int k) { return k >= 2 && s->slots.ranks > 1; }
+
+/* Every rank's shard of kind k into rank 0's staging. Collective. */
+static void gather_shards(struct state *s, int k, struct comm *c)
+{
+	float *mine = xmalloc((s->slots.len ? s->slots.len : 1) * sizeof(float));
+	s->be->copy_out(s->be, mine, *s->live[k], s->slots.len * sizeof(float));
+	comm_gather_shards(c, mine, s->host[k], s->slots.total, s->slots.each, 0);
+	free(mine);
+}
+
+/* Rank 0's staging of kind k, each rank's shard of it into its buffer. */
+static void scatter_shards(struct state *s, int k, struct comm *c)
+{
+	float *mine = xmalloc((s->slots.len ? s->slots.len : 1) * sizeof(float));
+	comm_scatter_shards(c, s->host[k], mine, s->slots.total, s->slots.each, 0);
+	s->be->copy_in(s->be, *s->live[k], mine, s->slots.len * sizeof(float));
+	free(mine);
+}
+
 int state_save(struct state *s, struct ckpt_meta *meta, const char *dir, int keep,
 	       struct comm *c)
 {
 	int failed = 0;
+	for (int k = 0; k < s->kinds; k++)
+		if (sharded(s, k))
+			gather_shards(s, k, c);
 	if (c->rank == 0) {
 		for (int k = 0; k < s->kinds; k++)
-			s->be->copy_out(s->be, s->host[k], *s->live[k], s->n[k] * sizeof(float));
+			if (!sharded(s, k))
+				s->be->copy_out(s->be, s->host[k], *s->live[k],
+						s->n[k] * sizeof(float));
 		time_t secs = time(NULL);
 		strftime(meta->created, sizeof(meta->created), "%Y-%m-%dT%H:%M:%SZ",
 			 gmtime(&secs));
@@ -81,6 +112,10 @@ int state_read(struct state *s, const char *path, int allow_extra, struct ckpt_m
 void state_send(struct state *s, struct comm *c)
 {
 	for (int k = 0; k < s->kinds; k++) {
+		if (sharded(s, k)) {
+			scatter_shards(s, k, c);
+			continue;
+		}
 		if (c->rank == 0)
 			s->be->copy_in(s->be, *s->live[k], s->host[k], s->n[k] * sizeof(float));
 		c->ops->bcast(c, *s->live[k], s->n[k], 0);

@@ -29,6 +29,8 @@ struct state {
 	int kinds;                 /* 2 + optimizer slots, e.g. 4 for Adam */
 	size_t n[STATE_KINDS];     /* values of each: P for w, T for the others
 				    * (trainable variables only: params.h) */
+	struct shard slots;        /* how the optimizer's slots are split over
+				    * the ranks (ZeRO-1; ranks 1: whole) */
 	struct ckpt_var *vars;     /* (kinds * variables) into host */
 	int n_vars;
 };
@@ -36,19 +38,22 @@ struct state {
 /* Describes reg's variables (their buffer kept at *w), the shadows
  * (*shadow) and the slots of o (NULL: none, as for evaluation) of the
  * trainable ones, by their canonical names, with host staging when
- * host_staging (rank 0). */
+ * host_staging (rank 0). slots: o's split over the ranks, each rank's slot
+ * buffers holding its shard (NULL: whole on every rank). */
 void state_init(struct state *s, const struct backend *be, const struct params *reg,
-		float **w, float **shadow, const struct optim *o, int host_staging);
+		float **w, float **shadow, const struct optim *o, const struct shard *slots,
+		int host_staging);
 void state_free(struct state *s);
-/* Rank 0 writes the state and meta (created and version are filled here)
- * to dir as one checkpoint, logs it, and prunes dir to the newest keep.
+/* Rank 0 writes the state and meta (created and version are filled here;
+ * the slots' shards gathered from every rank) to dir as one checkpoint, logs it, and prunes dir to the newest keep.
  * Collective: 0, or -1 on every rank when the write failed. */
 int state_save(struct state *s, struct ckpt_meta *meta, const char *dir, int keep,
 	       struct comm *c);
 /* Rank 0: reads path into the staging (ckpt_read's rules and return
  * values; allow_extra: variables the state does not hold are ignored). */
 int state_read(struct state *s, const char *path, int allow_extra, struct ckpt_meta *meta);
-/* Every rank's buffers = rank 0's staging. Collective. */
+/* Every rank's buffers = rank 0's staging (each its shard of the slots).
+ * Collective. */
 void state_send(struct state *s, struct comm *c);
 
 /* What a checkpoint must match to continue this run. */

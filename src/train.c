@@ -38,7 +38,10 @@ struct trainer {
 	struct dataset train, eval;   /* train: all rows; eval: this rank's slice */
 	int has_eval;
 	struct model model;
-	struct optim optim;
+	struct optim optim;           /* over this rank's shard */
+	struct shard shard;           /* the trainable values this rank's
+				       * optimizer updates: all of them, or its
+				       * ZeRO-1 shard */
 	struct ema ema;
 	struct state state;           /* what a checkpoint holds */
 	struct evaluator evaluator;
@@ -195,7 +198,11 @@ static int train_step(struct trainer *t, struct progress *p)
 	model_forward(m, rows, 1.0f / (float)cfg->batch);
 	p->rows += rows;
 	double t2 = mark(t);
-	model_backward(m, rows, start_bucket, c);
+	/* Unsharded, each layer's gradients start reducing as they are final;
+	 * sharded, one reduce-scatter follows (a shard spans layers). */
+	const struct shard *sh = &t->shard;
+	int sharded = sh->ranks > 1;
+	model_backward(m, rows, sharded ? NULL : start_bucket, c);
 	double t3 = mark(t);
 	if (t->at.global_step + 1 < t->total_steps) {
 		long pos = t->at.pos + 1, epoch = t->at.epoch;
@@ -205,15 +212,24 @@ static int train_step(struct trainer *t, struct progress *p)
 	}
 	double t3b = mark(t);
 	t->t.data += t3b - t3;
-	c->ops->allreduce_wait(c);
+	if (sharded)
+		c->ops->reduce_scatter(c, m->g, sh->total, sh->each);
+	else
+		c->ops->allreduce_wait(c);
 	double t4 = mark(t);
-	if (m->be->nonfinite(m->be, m->g, m->reg.trainable)) {
+	/* Each rank judges its shard of the sums; the ranks agree. */
+	int bad = m->be->nonfinite(m->be, m->g + sh->first, sh->len);
+	if (sharded ? comm_any(c, bad) : bad) {
 		skip_step(t, p);
 		return 0;
 	}
 	t->bad_in_row = 0;
 	float lr = optim_lr(cfg, t->at.global_step, t->total_steps);
-	optim_step(&t->optim, m->w, m->g, t->at.global_step + 1, lr);
+	optim_step(&t->optim, m->w + sh->first, m->g + sh->first, t->at.global_step + 1, lr);
+	double t4b = mark(t);
+	if (sharded)
+		c->ops->allgather(c, m->w, sh->total, sh->each);
+	double t4c = mark(t);
 	model_update_state(m);
 	t->stats_apart = m->reg.total > m->reg.trainable && !cfg->sync_bn && c->size > 1;
 	t->at.global_step++;
@@ -232,16 +248,18 @@ static int train_step(struct trainer *t, struct progress *p)
 	timeline_span("forward", t1, t2, s);
 	timeline_span("backward", t2, t3, s);
 	timeline_span("data (next batch)", t3, t3b, s);
-	timeline_span("allreduce wait", t3b, t4, s);
-	timeline_span("optimizer", t4, t5, s);
+	timeline_span(sharded ? "reduce-scatter wait" : "allreduce wait", t3b, t4, s);
+	timeline_span("optimizer", t4, t4b, s);
+	if (sharded)
+		timeline_span("all-gather wait", t4b, t4c, s);
 	timeline_span("ema update", t5, t5b, s);
 	if (t6 > t5b)
 		timeline_span("ema sync", t5b, t6, s);
 	t->t.data += t1 - t0;
 	t->t.forward += t2 - t1;
 	t->t.backward += t3 - t2;
-	t->t.allreduce += t4 - t3b;
-	t->t.optimizer += t5 - t4;
+	t->t.allreduce += t4 - t3b + t4c - t4b;
+	t->t.optimizer += t5 - t4 - (t4c - t4b);
 	t->t.ema += t6 - t5;
 	t->t.rows += rows;
 	return 1;
@@ -265,9 +283,15 @@ static int build(struct trainer *t, int max_rows)
 	if (model_input_shape(cfg, cfg->data, t->train.shape, in) == 0 &&
 	    model_specs(cfg, spec, &n_spec) == 0 &&
 	    model_plan(&t->model, spec, n_spec, in, t->train.classes, cfg->seed) == 0) {
+		/* ZeRO-1 where asked for, or where it pays (comm.h). */
+		int zero = c->size > 1 && (cfg->zero == ZERO_ON ||
+					   (cfg->zero == ZERO_AUTO && c->zero_pays));
+		shard_plan(&t->shard, t->model.reg.trainable, zero ? c->rank : 0, zero ? c->size : 1);
+		t->model.g_room = (size_t)t->shard.ranks * t->shard.each;
 		double P = (double)t->model.reg.total;
 		resources_check("the model", model_bytes(&t->model, max_rows) +
-			4.0 * P * (1 + optim_slots(cfg) + (c->rank ? 0 : STATE_KINDS)));
+			4.0 * ((double)t->shard.len * optim_slots(cfg) + P *
+			       (1 + (c->rank ? 0 : STATE_KINDS))));
 	}
 	if (comm_user_errors(c))
 		return -1;
@@ -275,7 +299,7 @@ static int build(struct trainer *t, int max_rows)
 	if (agree_registry(&t->model.reg, c))
 		return -1;
 	size_t P = t->model.reg.total, T = t->model.reg.trainable;
-	optim_init(&t->optim, be, cfg, T);
+	optim_init(&t->optim, be, cfg, t->shard.len);
 	if (cfg->sync_bn)
 		model_sync_bn(&t->model, sum_over_ranks, c, cfg->batch);
 	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size);
@@ -287,7 +311,7 @@ static int build(struct trainer *t, int max_rows)
 	ema_init(&t->ema, be, t->model.w, T, P, cfg->ema_decay, cfg->ema_num_updates,
 		 c->rank == 0);
 	state_init(&t->state, be, &t->model.reg, &t->model.w, &t->ema.shadow, &t->optim,
-		   c->rank == 0);
+		   &t->shard, c->rank == 0);
 	eval_init(&t->evaluator, &t->eval, &t->model);
 	if (cfg->check_replicas)
 		t->replica_host = xmalloc(sizeof(float) * P);
@@ -466,7 +490,7 @@ int train_main(struct config *cfg, struct comm *c)
 	c->timeout = cfg->comm_timeout;
 	int status = EXIT_USER;
 	if (agree_config(cfg, c) == 0 && setup(&t) == 0) {
-		report_start(cfg, c, t.be, &t.model, &t.train, t.has_eval, t.at.global_step,
+		report_start(cfg, c, t.be, &t.model, &t.shard, &t.train, t.has_eval, t.at.global_step,
 			     t.total_steps, t.steps_per_epoch);
 		if (t.at.global_step >= t.total_steps)
 			log_info("nothing to do: step %ld already reaches the %ld steps asked for",

@@ -151,7 +151,15 @@ on_node() {
 cl_mpirun() {
 	local hosts=$1
 	shift
-	on_node 1 timeout 120 "$MPIRUN" --host "$hosts" --mca plm_rsh_agent "$WORK/agent" \
+	cl_mpirun_program "$hosts" "$MTRAIN" "$@"
+}
+
+# cl_mpirun_program HOSTS PROGRAM ARGS...: the same for any MPI program
+# (CL_TIMEOUT seconds at most, default 120).
+cl_mpirun_program() {
+	local hosts=$1
+	shift
+	on_node 1 timeout "${CL_TIMEOUT:-120}" "$MPIRUN" --host "$hosts" --mca plm_rsh_agent "$WORK/agent" \
 		--mca btl tcp,self --mca btl_tcp_if_include "$CL_NET.0/24" \
-		--mca oob_tcp_if_include "$CL_NET.0/24" "$MTRAIN" "$@"
+		--mca oob_tcp_if_include "$CL_NET.0/24" "$@"
 }

@@ -3,7 +3,8 @@
 # placed on its node with its local rank; the weights after 20 steps equal a
 # one-node run of 4 ranks; data read from each node's own /tmp works, and a
 # copy that differs, or is missing, on one node stops the job with one line
-# naming the rank, its node and the file; checkpoints on the shared file
+# naming the rank, its node and the file; --zero 1 over MPI's own
+# reduce-scatter and all-gather trains the same run; checkpoints on the shared file
 # system resume on other nodes bitwise, and a --ckpt-dir that only rank 0's
 # node sees works for save and resume.
 . "$(dirname "$0")/lib.sh"
@@ -17,6 +18,14 @@ grep -qx "nodes 2: node1 ranks 0 1; node2 ranks 2 3" log || { cat log; fail "the
 ranks 4 "${RUN[@]}" --data train.h5 --steps 20 --ckpt-dir one >log1
 grep -qx "nodes 1: $(hostname) ranks 0 1 2 3" log1 || { cat log1; fail "one node's placement"; }
 same_ckpt one/ckpt-00000020.h5 two/ckpt-00000020.h5 1e-5
+# ZeRO-1 across nodes: --zero auto keeps it off (MPI's reduce-scatter and
+# all-gather cost twice its all-reduce: jobs/bench_collectives); --zero 1
+# takes MPI's, and trains the same run.
+grep -q "^zero 0: " log || { cat log; fail "--zero auto sharded across nodes"; }
+cl_mpirun node1:2,node2:2 "${RUN[@]}" --data train.h5 --steps 20 --zero 1 --ckpt-dir zero >log 2>err ||
+	{ cat log err; fail "--zero 1 on 2 nodes did not run"; }
+grep -q "^zero 1: " log || { cat log; fail "--zero 1 did not shard"; }
+"$CMP" --norm two/ckpt-00000020.h5 zero/ckpt-00000020.h5 1e-6 || fail "--zero 1 across nodes"
 
 # Node-local data: each node's own copy in its private /tmp.
 for i in 1 2; do on_node "$i" cp train.h5 /tmp/train.h5; done

@@ -1,11 +1,12 @@
 /* The NCCL communicator on device memory, one GPU per rank (run under
- * mpirun with as many ranks as GPUs): all-reduce in buckets, then broadcast,
- * checked value by value. The inputs arrive by asynchronous copies on the
+ * mpirun with as many ranks as GPUs): all-reduce in buckets, broadcast, and
+ * ZeRO-1's reduce-scatter and all-gather, checked value by value. The inputs arrive by asynchronous copies on the
  * compute stream and the results leave by a device copy on it, so a
  * collective that did not wait for compute, or compute that did not wait
  * for the collective, reads wrong values. Skips (77) without a GPU. */
 #include "comm.h"
 #include "gpu.h"
+#include "params.h"
 #include "unit.h"
 
 #include <mpi.h>
@@ -57,6 +58,33 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < N; i++)
 		wrong += h[i] != (float)i;
 	EXPECT(wrong == 0);
+	/* ZeRO-1: a reduce-scatter, then an all-gather, of N values split as
+	 * shard_plan splits them (blocks padded with zeros to equal length);
+	 * the all-gather leaves what follows N alone. */
+	struct shard s;
+	shard_plan(&s, N, c.rank, c.size);
+	size_t room = (size_t)c.size * s.each;
+	float *z = be->alloc(be, room * sizeof(float)), *hz = be->alloc_host(be, room * sizeof(float));
+	for (size_t i = 0; i < room; i++)
+		hz[i] = i < N ? (float)(c.rank + 1) * (float)(i % 7) : 0.0f;
+	be->copy_in_async(be, z, hz, room * sizeof(float));
+	c.ops->reduce_scatter(&c, z, N, s.each);
+	be->copy_out(be, hz, z, room * sizeof(float));
+	wrong = 0;
+	for (size_t i = s.first; i < s.first + s.len; i++)
+		wrong += hz[i] != ranks_sum * (float)(i % 7);
+	EXPECT(wrong == 0);
+	for (size_t i = N; i < room; i++)
+		hz[i] = -7.0f; /* past N: must stay */
+	be->copy_in(be, z, hz, room * sizeof(float));
+	c.ops->allgather(&c, z, N, s.each);
+	be->copy_out(be, hz, z, room * sizeof(float));
+	wrong = 0;
+	for (size_t i = 0; i < room; i++)
+		wrong += hz[i] != (i < N ? ranks_sum * (float)(i % 7) : -7.0f);
+	EXPECT(wrong == 0);
+	be->free(be, z);
+	be->free_host(be, hz);
 	if (c.rank == 0)
 		printf("nccl_comm: %d ranks\n", c.size);
 	be->free(be, d);

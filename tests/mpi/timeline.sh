@@ -7,12 +7,17 @@
 make_data
 # Steps 3..6 of 12 (step N makes global_step N): step 6 ends the first
 # epoch (evaluation and checkpoint); steps 3 and 6 sync the EMA (every 3).
+# ZeRO 0 all-reduces the gradients; ZeRO 1 reduce-scatters them and
+# all-gathers the weights.
+for zero in 0 1; do
+rm -rf ck
 ranks 3 "${SMALL[@]}" --steps 12 --ckpt-dir ck --ema-sync-every 3 --timeline t.json \
-	--timeline-steps 3:6 >log
+	--timeline-steps 3:6 --zero $zero >log
 grep -q "^timeline t.json" log || fail "no timeline line"
-python3 - t.json <<'PY' || fail "timeline"
+python3 - t.json $zero <<'PY' || fail "timeline (--zero $zero)"
 import json, sys
 trace = json.load(open(sys.argv[1]))
+zero = sys.argv[2] == "1"
 spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
 names = sorted(e["args"]["name"] for e in trace["traceEvents"]
                if e["ph"] == "M" and e["name"] == "process_name")
@@ -22,8 +27,10 @@ for rank in range(3):
     steps = sorted({e["args"]["step"] for e in mine})
     assert steps == [3, 4, 5, 6], (rank, steps)
     phases = {e["name"] for e in mine}
-    want = {"step", "data", "forward", "backward", "data (next batch)", "allreduce wait",
-            "allreduce", "optimizer", "ema update", "ema sync", "evaluation", "checkpoint"}
+    want = {"step", "data", "forward", "backward", "data (next batch)", "optimizer",
+            "ema update", "ema sync", "evaluation", "checkpoint"}
+    want |= ({"reduce-scatter wait", "reduce-scatter", "all-gather wait", "all-gather"}
+             if zero else {"allreduce wait", "allreduce"})
     assert want <= phases, (rank, want - phases)
     # Nest or follow: a stack of open spans, each new one inside the top.
     stack = []
@@ -42,6 +49,7 @@ for rank in range(3):
         assert all(lo - 0.002 <= e["ts"] and e["ts"] + e["dur"] <= hi + 0.002 for e in inner), (rank, s)
 print(len(spans), "spans on 3 ranks")
 PY
+done
 expect_status 2 "$MTRAIN" "${SMALL[@]}" --steps 2 --ckpt-dir bad --timeline x.json --timeline-steps 5:2
 grep -q -- "--timeline-steps: '5:2' is not A:B" last.err || fail "bad --timeline-steps: $(cat last.err)"
 expect_status 2 "$MTRAIN" "${SMALL[@]}" --steps 2 --ckpt-dir bad --timeline nowhere/t.json

@@ -1,0 +1,80 @@
+# --zero 1 (ZeRO-1: gradients reduce-scattered, each rank updating its
+# shard with its shard of the Adam slots, weights all-gathered) trains the
+# run --zero 0 trains: bitwise on 2 ranks (a sum of two is the same either
+# way round), within 1e-6 on 3 and 5 ranks (three or more terms summed in
+# another order: Open MPI's all-reduce against rank order). Checkpoints
+# hold the whole slots under their names; a sharded run resumes bitwise on
+# its own world size and resumes on any other; each rank holds 1/N of the
+# optimizer state.
+. "$(dirname "$0")/lib.sh"
+make_data
+FLAGS=("${SMALL[@]}" --optimizer adam --ema-decay 0.9 --ema-sync-every 3 --metrics m.jsonl)
+for z in 0 1; do
+	ranks 2 "${FLAGS[@]}" --steps 12 --zero $z --ckpt-dir two$z >log$z
+	grep -q "^zero $z: optimizer state" log$z || { cat log$z; fail "no optimizer state line"; }
+done
+same_ckpt two0/ckpt-00000012.h5 two1/ckpt-00000012.h5
+for z in 0 1; do
+	ranks 3 "${FLAGS[@]}" --steps 12 --zero $z --ckpt-dir three$z >/dev/null
+done
+"$CMP" --norm three0/ckpt-00000012.h5 three1/ckpt-00000012.h5 1e-6 ||
+	fail "3 ranks: --zero 1 is not --zero 0 to 1e-6"
+# The comparison has teeth: a learning rate 1e-4 larger is not the same run.
+ranks 3 "${FLAGS[@]}" --lr 0.0010001 --steps 12 --zero 1 --ckpt-dir nudged >/dev/null
+"$CMP" --norm three0/ckpt-00000012.h5 nudged/ckpt-00000012.h5 1e-6 >/dev/null 2>&1 &&
+	fail "a run with another learning rate compared equal"
+# 5 ranks of a model of 51 values (16 a shard): the last rank's shard is
+# empty, the fourth's 3 values long.
+for z in 0 1; do
+	ranks 5 "${FLAGS[@]}" --layers 1 --steps 6 --zero $z --ckpt-dir five$z >/dev/null
+done
+"$CMP" --norm five0/ckpt-00000006.h5 five1/ckpt-00000006.h5 1e-6 ||
+	fail "5 ranks, an empty shard: --zero 1 is not --zero 0 to 1e-6"
+
+# Resumed on the same 3 ranks: bitwise the run that never stopped, from a
+# stop inside an epoch (the slots scattered back to their shards).
+ranks 3 "${FLAGS[@]}" --steps 8 --zero 1 --ckpt-dir resumed >/dev/null
+ranks 3 "${FLAGS[@]}" --steps 12 --zero 1 --ckpt-dir resumed >log
+grep -q "resumed from resumed/ckpt-00000008.h5 at step 8" log || { cat log; fail "no resume"; }
+same_ckpt three1/ckpt-00000012.h5 resumed/ckpt-00000012.h5
+# Any world size, sharded or not, from the sharded checkpoint: to 1e-5 of
+# the 3-rank run that never stopped (the sums' order differs).
+for run in "1 0" "2 1" "2 0" "4 1"; do
+	set -- $run
+	dir=on$1-$2
+	mkdir $dir
+	cp resumed/ckpt-00000008.h5 $dir/
+	ranks $1 "${FLAGS[@]}" --steps 12 --zero $2 --ckpt-dir $dir >log
+	grep -q "resumed from $dir/ckpt-00000008.h5 at step 8" log || { cat log; fail "$dir did not resume"; }
+	"$CMP" --norm three1/ckpt-00000012.h5 $dir/ckpt-00000012.h5 1e-5 ||
+		fail "$1 ranks --zero $2 from a 3-rank sharded checkpoint"
+done
+# And a 1-rank checkpoint resumed sharded on 3 ranks.
+ranks 1 "${FLAGS[@]}" --steps 8 --ckpt-dir single >/dev/null
+ranks 3 "${FLAGS[@]}" --steps 12 --zero 1 --ckpt-dir single >/dev/null
+"$CMP" --norm three1/ckpt-00000012.h5 single/ckpt-00000012.h5 1e-5 ||
+	fail "3 ranks --zero 1 from a 1-rank checkpoint"
+
+# Optimizer state per rank: the start event's bytes, 1/N of the whole (up
+# to a shard's rounding to 16 values).
+: >m.jsonl
+ranks 1 "${FLAGS[@]}" --steps 1 --ckpt-dir mem1 >/dev/null
+ranks 4 "${FLAGS[@]}" --steps 1 --zero 1 --ckpt-dir mem4 >/dev/null
+python3 - m.jsonl <<'PY' || fail "optimizer state per rank"
+import json, sys
+starts = [e for e in map(json.loads, open(sys.argv[1])) if e["event"] == "start"]
+(one, four) = starts
+assert (one["zero"], four["zero"]) == (0, 1), starts
+whole, mine = one["optimizer_bytes_per_rank"], four["optimizer_bytes_per_rank"]
+# 2 Adam slots, 4 bytes a value: a shard of each values, rounded up to 16.
+up = lambda a, b: -(-a // b)
+each = up(up(whole // 8, 4), 16) * 16
+assert mine == 8 * each and mine < whole / 4 + 8 * 16, (whole, mine)
+print("optimizer state per rank", whole, "->", mine)
+PY
+# --zero 1 on one rank is the whole (nothing to split).
+ranks 1 "${FLAGS[@]}" --steps 1 --zero 1 --ckpt-dir solo >log
+grep -q "^zero 0: optimizer state" log || { cat log; fail "one rank claimed a shard"; }
+expect_error "--zero: '2' is not one of 0\|1\|auto" "$MTRAIN" "${SMALL[@]}" --zero 2 --ckpt-dir bad
+[ ! -e bad ] || fail "a refused --zero left --ckpt-dir behind"
+pass "--zero 1 trains as --zero 0 on 2, 3 and 5 ranks; resumes on any world size; 1/N state"
