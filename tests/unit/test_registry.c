@@ -178,6 +178,39 @@ static void check_glorot(const struct model *m)
 	free(w3);
 }
 
+/* ZeRO-1's shards: for any total and rank count, the shards tile [0, T)
+ * in rank order without overlap, each starts aligned, all but the trailing
+ * ones are the same length, and one rank is the whole. */
+static void check_shards(void)
+{
+	const size_t totals[] = {1, 15, 16, 17, 51, 269322, 1000003};
+	for (size_t k = 0; k < sizeof(totals) / sizeof(totals[0]); k++)
+		for (int ranks = 1; ranks <= 9; ranks++) {
+			size_t T = totals[k], next = 0, each = 0;
+			for (int r = 0; r < ranks; r++) {
+				struct shard s;
+				shard_plan(&s, T, r, ranks);
+				if (r == 0)
+					each = s.each;
+				EXPECT(s.total == T && s.ranks == ranks && s.each == each);
+				EXPECT(ranks == 1 || s.each % PARAM_ALIGN == 0);
+				EXPECT((size_t)ranks * s.each >= T);
+				EXPECT(s.len <= s.each);
+				EXPECT(s.first == (next < T ? next : T)); /* follows the last */
+				EXPECT(s.len == 0 || s.len == s.each || s.first + s.len == T);
+				next = s.first + s.len < T ? (size_t)(r + 1) * s.each : T;
+				if (ranks == 1)
+					EXPECT(s.first == 0 && s.len == T);
+			}
+			EXPECT(next == T); /* every value owned */
+		}
+	struct shard s;
+	shard_plan(&s, 51, 4, 5); /* 16 a shard: rank 4 starts past 51 */
+	EXPECT(s.len == 0 && s.first == 51);
+	shard_plan(&s, 51, 3, 5);
+	EXPECT(s.first == 48 && s.len == 3);
+}
+
 int main(void)
 {
 	const struct backend *be = backend_cpu();
@@ -189,6 +222,7 @@ int main(void)
 	check_ranks();
 	check_signature(be, &m);
 	check_glorot(&m);
+	check_shards();
 	model_free(&m);
 	return unit_done("test_registry");
 }
