@@ -44,14 +44,15 @@ struct mpi_plane {
 	float *pending; /* (pending_n) the union of the buckets since the last wait */
 	size_t pending_n;
 	/* Every rank on one node: one window of shared memory, a segment per
-	 * rank, each holding two generations (calls alternate between them,
+	 * rank, each holding two generations (phases alternate between them,
 	 * so a rank never overwrites what a slower one still reads from the
-	 * previous call) of [n: reduce-scatter staging][each: all-gather]. */
+	 * previous phase) of [size * chunk: reduce-scatter staging, a piece
+	 * of each rank's shard][chunk: all-gather, a piece of its own]. Large
+	 * buffers go a chunk of each shard at a time. */
 	MPI_Win win;     /* MPI_WIN_NULL until the first call */
 	float **seg;     /* (size) each rank's segment, mapped here */
-	size_t n, each;  /* what the window was made for */
-	size_t gen_room; /* floats of one generation */
-	unsigned rs_calls, ag_calls;
+	size_t chunk;    /* values of a shard per phase */
+	unsigned phases; /* phases so far: the generation's parity */
 };
 
 /* Buckets arrive last layer first and adjacent (up to the registry's
@@ -114,30 +115,51 @@ static void shm_free(struct mpi_plane *p)
 	p->seg = NULL;
 }
 
-/* The window for buffers of n values split each per rank (collective on
- * the first call and whenever n changes). */
-static void shm_reserve(struct comm *c, struct mpi_plane *p, size_t n, size_t each)
+/* At most this many values of each shard per phase: the window is
+ * 2 (size + 1) chunks per rank whatever the model (18 MiB per rank on 8). */
+#define SHM_CHUNK ((size_t)1 << 18)
+
+/* The window for shards of each values (collective on the first call and
+ * whenever the chunk changes). */
+static void shm_reserve(struct comm *c, struct mpi_plane *p, size_t each)
 {
-	if (p->win != MPI_WIN_NULL && p->n == n && p->each == each)
+	size_t chunk = each < SHM_CHUNK ? (each ? each : 1) : SHM_CHUNK;
+	if (p->win != MPI_WIN_NULL && p->chunk == chunk)
 		return;
 	shm_free(p);
-	p->n = n;
-	p->each = each;
-	p->gen_room = (n + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN + each;
+	p->chunk = chunk;
 	MPI_Info info;
 	MPI_CHECK(MPI_Info_create(&info));
 	MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true")); /* each near its rank */
 	float *mine;
-	MPI_CHECK(MPI_Win_allocate_shared((MPI_Aint)(2 * p->gen_room * sizeof(float)),
-					  sizeof(float), info, MPI_COMM_WORLD, &mine, &p->win));
+	size_t bytes = 2 * ((size_t)c->size + 1) * chunk * sizeof(float);
+	MPI_CHECK(MPI_Win_allocate_shared((MPI_Aint)bytes, sizeof(float), info, MPI_COMM_WORLD,
+					  &mine, &p->win));
 	MPI_CHECK(MPI_Info_free(&info));
 	p->seg = xcalloc((size_t)c->size, sizeof(float *));
 	for (int r = 0; r < c->size; r++) {
-		MPI_Aint bytes;
+		MPI_Aint got;
 		int unit;
-		MPI_CHECK(MPI_Win_shared_query(p->win, r, &bytes, &unit, &p->seg[r]));
+		MPI_CHECK(MPI_Win_shared_query(p->win, r, &got, &unit, &p->seg[r]));
 	}
 	MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, p->win));
+}
+
+/* Rank r's segment in this phase's generation. */
+static float *shm_gen(const struct comm *c, const struct mpi_plane *p, int r, unsigned phase)
+{
+	return p->seg[r] + (size_t)(phase & 1) * ((size_t)c->size + 1) * p->chunk;
+}
+
+/* The part of shard q (of n values, each per rank) at off within it, at
+ * most chunk long: its first value, and its length in *len. */
+static size_t piece(const struct comm *c, size_t n, size_t each, int q, size_t off, size_t chunk,
+		    size_t *len)
+{
+	struct shard s;
+	shard_plan(&s, n, q, c->size);
+	*len = s.len > off ? (s.len - off < chunk ? s.len - off : chunk) : 0;
+	return s.first + off;
 }
 
 /* Sums a block of SUM_BLOCK values at a time over the ranks, in rank order,
@@ -147,43 +169,52 @@ static void shm_reserve(struct comm *c, struct mpi_plane *p, size_t n, size_t ea
 static void shm_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, size_t n,
 			       size_t each)
 {
-	shm_reserve(c, p, n, each);
-	size_t gen = (p->rs_calls++ & 1) * p->gen_room;
-	struct shard s;
-	shard_plan(&s, n, c->rank, c->size);
-	/* The others' shards staged; this rank's own is read from buf. */
-	float *stage = p->seg[c->rank] + gen;
-	memcpy(stage, buf, s.first * sizeof(float));
-	memcpy(stage + s.first + s.len, buf + s.first + s.len,
-	       (n - s.first - s.len) * sizeof(float));
-	shm_barrier(p);
-	float sum[SUM_BLOCK];
-	for (size_t b = 0; b < s.len; b += SUM_BLOCK) {
-		size_t m = s.len - b < SUM_BLOCK ? s.len - b : SUM_BLOCK, at = s.first + b;
+	shm_reserve(c, p, each);
+	size_t chunk = p->chunk;
+	for (size_t off = 0; off < each; off += chunk) {
+		unsigned phase = p->phases++;
+		/* Each other rank's piece staged in its slot; this rank's own is
+		 * read from buf. */
+		float *stage = shm_gen(c, p, c->rank, phase);
 		for (int q = 0; q < c->size; q++) {
-			const float *restrict in = q == c->rank ? buf + at : p->seg[q] + gen + at;
-			if (q == 0)
-				memcpy(sum, in, m * sizeof(float));
-			else
-				for (size_t i = 0; i < m; i++)
-					sum[i] += in[i];
+			size_t len, at = piece(c, n, each, q, off, chunk, &len);
+			if (q != c->rank)
+				memcpy(stage + (size_t)q * chunk, buf + at, len * sizeof(float));
 		}
-		memcpy(buf + at, sum, m * sizeof(float));
+		shm_barrier(p);
+		size_t len, at = piece(c, n, each, c->rank, off, chunk, &len);
+		float sum[SUM_BLOCK];
+		for (size_t b = 0; b < len; b += SUM_BLOCK) {
+			size_t m = len - b < SUM_BLOCK ? len - b : SUM_BLOCK;
+			for (int q = 0; q < c->size; q++) {
+				const float *restrict in =
+					q == c->rank ? buf + at + b
+						     : shm_gen(c, p, q, phase) + (size_t)c->rank * chunk + b;
+				if (q == 0)
+					memcpy(sum, in, m * sizeof(float));
+				else
+					for (size_t i = 0; i < m; i++)
+						sum[i] += in[i];
+			}
+			memcpy(buf + at + b, sum, m * sizeof(float));
+		}
 	}
 }
 
 static void shm_allgather(struct comm *c, struct mpi_plane *p, float *buf, size_t n, size_t each)
 {
-	shm_reserve(c, p, n, each);
-	size_t at = (p->ag_calls++ & 1) * p->gen_room + p->gen_room - each;
-	struct shard s;
-	shard_plan(&s, n, c->rank, c->size);
-	memcpy(p->seg[c->rank] + at, buf + s.first, s.len * sizeof(float));
-	shm_barrier(p);
-	for (int q = 0; q < c->size; q++) {
-		shard_plan(&s, n, q, c->size);
-		if (q != c->rank)
-			memcpy(buf + s.first, p->seg[q] + at, s.len * sizeof(float));
+	shm_reserve(c, p, each);
+	size_t chunk = p->chunk, slot = (size_t)c->size * chunk;
+	for (size_t off = 0; off < each; off += chunk) {
+		unsigned phase = p->phases++;
+		size_t len, at = piece(c, n, each, c->rank, off, chunk, &len);
+		memcpy(shm_gen(c, p, c->rank, phase) + slot, buf + at, len * sizeof(float));
+		shm_barrier(p);
+		for (int q = 0; q < c->size; q++) {
+			at = piece(c, n, each, q, off, chunk, &len);
+			if (q != c->rank)
+				memcpy(buf + at, shm_gen(c, p, q, phase) + slot, len * sizeof(float));
+		}
 	}
 }
 
