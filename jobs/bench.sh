@@ -178,9 +178,9 @@ check_losses() {
 declare -A SPS
 rank_table() {
 	local tag=$1 basefile=$2
-	printf '%-5s %4s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s\n' \
+	printf '%-5s %4s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s %10s\n' \
 		ranks zero rows samples/s data forward backward allreduce optimizer ema other total \
-		GFLOP/s sgemm ach/sgemm
+		GFLOP/s sgemm ach/sgemm step/sgemm
 	for kind in 1 2 2z0; do
 		local n=${kind%z0} zero=1
 		[ "$n" = 1 ] && zero=-
@@ -191,8 +191,9 @@ rank_table() {
 		SPS[$kind]=$sps
 		awk -v n="$n" -v z="$zero" -v rows="$rows" -v sps="$sps" -v d="$data" -v f="$fwd" -v b="$bwd" -v a="$ar" -v o="$opt" \
 			-v e="$ema" -v t="$total" -v gf="$gf" -v base="$base" 'BEGIN {
-			printf "%-5d %4s %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f\n",
-				n, z, rows, sps, d, f, b, a, o, e, t - (d + f + b + a + o + e), t, gf, base, gf / base }'
+			printf "%-5d %4s %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f %10.2f\n",
+				n, z, rows, sps, d, f, b, a, o, e, t - (d + f + b + a + o + e), t, gf, base, gf / base,
+				gf * (f + b) / (t * base) }'
 	done
 	awk -v s1="${SPS[1]}" -v s2="${SPS[2]}" -v z0="${SPS[2z0]}" 'BEGIN {
 		printf "speed-up, 2 ranks / 1 rank (samples/s): %.2fx with ZeRO-1, %.2fx with --zero 0 (2 cores)\n",
@@ -282,7 +283,9 @@ if has mlp; then
 	echo "GFLOP/s = mtrain's forward+backward FLOPs / forward+backward time (bias, activation, loss included);"
 	echo "zero: 1 = ZeRO-1 (the default on one node), 0 = --zero 0 (all-reduce, whole optimizer on every rank);"
 	echo "sgemm = bench_sgemm's rate for the same 8 products alone, one OpenBLAS thread per process,"
-	echo "as many processes at once as ranks, placed by mpirun alike; ach/sgemm = GFLOP/s / sgemm"
+	echo "as many processes at once as ranks, placed by mpirun alike; ach/sgemm = GFLOP/s / sgemm;"
+	echo "step/sgemm = the whole step's FLOP rate (forward+backward FLOPs / total) / sgemm, per rank"
+	echo "as for all ranks (N ranks' rate against N processes' sgemm)"
 	rank_table mlp sgemm
 	torch_peer mlp
 	echo "checks passed: every run exited 0 with a finite loss and a timing line; each rank count's" \
@@ -311,7 +314,8 @@ if has cnn; then
 	echo "== CNN: --model $CNN_MODEL --input-shape $CNN_SHAPE,"
 	echo "$CNN_STEPS steps a run, median of $CNN_REPEATS runs per row; columns as for the MLP, except"
 	echo "sgemm = bench_layers' rate for the same conv2d (im2col) and dense products alone (its"
-	echo "FLOPs / their time), as many processes at once as ranks; ach/sgemm = GFLOP/s / sgemm"
+	echo "FLOPs / their time), as many processes at once as ranks; ach/sgemm = GFLOP/s / sgemm;"
+	echo "step/sgemm = the whole step's FLOP rate / sgemm"
 	rank_table cnn lsgemm
 	torch_peer cnn
 	echo

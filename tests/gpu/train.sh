@@ -3,7 +3,8 @@
 # in different orders); checkpoints written on the GPU resume on the CPU and
 # the reverse; bf16 trains; --device auto picks CUDA + NCCL and says so; more
 # ranks than GPUs on a node fail with a message, not a hang; two ranks train
-# through NCCL (on one GPU too, as two hosts to NCCL). Skips (77)
+# through NCCL (on one GPU too, as two hosts to NCCL), with and without
+# ZeRO-1. Skips (77)
 # without a GPU; fails if the GPU is there but unusable. Each block runs on
 # even when an earlier one failed (a GPU run is scarce), and the test fails
 # if any did.
@@ -37,6 +38,17 @@ nccl_two_ranks() {
 	two_hosts "${FLAGS[@]}" --device cuda --steps 20 --ckpt-dir nccl2 >log
 	grep -q "backend cuda, communicator nccl" log || { cat log; fail "2 ranks: not cuda + nccl"; }
 	same_ckpt cpu/ckpt-00000020.h5 nccl2/ckpt-00000020.h5 1e-4
+}
+
+# ZeRO-1 through NCCL (ncclReduceScatter, each rank's shard of the
+# momentum, ncclAllGather into the weights; --zero auto takes it with NCCL):
+# the run --zero 0 trains, and one CPU rank.
+nccl_zero() {
+	two_hosts "${FLAGS[@]}" --device cuda --steps 20 --zero 0 --ckpt-dir nz0 >/dev/null
+	two_hosts "${FLAGS[@]}" --device cuda --steps 20 --ckpt-dir nz1 >log
+	grep -q "^zero 1: optimizer state" log || { cat log; fail "--zero auto did not shard with NCCL"; }
+	"$CMP" --norm nz0/ckpt-00000020.h5 nz1/ckpt-00000020.h5 1e-6 || fail "--zero 1 is not --zero 0 on the GPU"
+	same_ckpt cpu/ckpt-00000020.h5 nz1/ckpt-00000020.h5 1e-4
 }
 
 # A --model with unfused activations and dropout: the GPU's masks are the
@@ -116,7 +128,7 @@ shared_gpu() {
 }
 
 failed=0
-for block in gpu_matches_cpu nccl_two_ranks model_dropout model_cnn nccl_timeline checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
+for block in gpu_matches_cpu nccl_two_ranks nccl_zero model_dropout model_cnn nccl_timeline checkpoints_cross gpu_repeats bf16_trains auto_picks_cuda shared_gpu; do
 	status=0
 	set +e
 	(set -e; "$block")
