@@ -5,7 +5,8 @@
  * when every rank is on one node, else MPI's), and MPI's own
  * MPI_Reduce_scatter_block + MPI_Allgather as the baseline for the latter.
  * Median of 5 trials; each trial repeats the call for about 0.2 s. Checks
- * every sum. One line per size:
+ * the sums of each way's first call, value by value (values that depend on
+ * their place: a piece put in the wrong place shows). One line per size:
  *   mpirun -np 2 build/jobs/bench_collectives [FLOATS ...] */
 #include "bench_gemm.h"
 #include "comm.h"
@@ -15,13 +16,14 @@
 
 #define TRIALS 5
 
-/* a (n) = rank + 1 everywhere; after a sum over ranks every value is
- * n_ranks (n_ranks + 1) / 2. 1 when every value in [first, first + len) is. */
+/* a[i] = (rank + 1) (i % 7 + 1); after a sum over ranks a[i] is
+ * n_ranks (n_ranks + 1) / 2 (i % 7 + 1). 1 when every value in
+ * [first, first + len) is. */
 static int summed(const float *a, size_t first, size_t len, int ranks)
 {
-	float want = (float)ranks * (float)(ranks + 1) / 2.0f;
+	float sum = (float)ranks * (float)(ranks + 1) / 2.0f;
 	for (size_t i = first; i < first + len; i++)
-		if (a[i] != want)
+		if (a[i] != sum * (float)(i % 7 + 1))
 			return 0;
 	return 1;
 }
@@ -29,7 +31,7 @@ static int summed(const float *a, size_t first, size_t len, int ranks)
 static void fill(float *a, size_t n, int rank)
 {
 	for (size_t i = 0; i < n; i++)
-		a[i] = (float)(rank + 1);
+		a[i] = (float)(rank + 1) * (float)(i % 7 + 1);
 }
 
 enum way { ALLREDUCE, ZERO, MPI_RS_AG, WAYS };

@@ -7,6 +7,7 @@
 #include "timeline.h"
 #include "watchdog.h"
 
+#include <fcntl.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Every collective below runs between guard() and unguard(): the watchdog
@@ -43,16 +45,20 @@ static void mpi_allreduce(struct comm *c, float *buf, size_t n)
 struct mpi_plane {
 	float *pending; /* (pending_n) the union of the buckets since the last wait */
 	size_t pending_n;
-	/* Every rank on one node: one window of shared memory, a segment per
+	/* Every rank on one node: one POSIX shared-memory object, a segment per
 	 * rank, each holding two generations (phases alternate between them,
 	 * so a rank never overwrites what a slower one still reads from the
 	 * previous phase) of [size * chunk: reduce-scatter staging, a piece
 	 * of each rank's shard][chunk: all-gather, a piece of its own]. Large
 	 * buffers go a chunk of each shard at a time. */
-	MPI_Win win;     /* MPI_WIN_NULL until the first call */
-	float **seg;     /* (size) each rank's segment, mapped here */
+	void *map;       /* the segments, mapped here; NULL until the first call */
+	size_t map_bytes;
+	float **seg;     /* (size) each rank's segment in map */
 	size_t chunk;    /* values of a shard per phase */
 	unsigned phases; /* phases so far: the generation's parity */
+	int no_shm;      /* the segments could not be made: MPI's collectives */
+	float *scratch;  /* (scratch_n) MPI's reduce-scatter lands here */
+	size_t scratch_n;
 };
 
 /* Buckets arrive last layer first and adjacent (up to the registry's
@@ -83,11 +89,13 @@ static void mpi_allreduce_wait(struct comm *c)
 }
 
 /* The counts and displacements of shard_plan's split of n (each per
- * rank) for MPI's v-collectives; aborts when a shard passes int's range. */
+ * rank) for MPI's v-collectives (ZeRO-1 across nodes); aborts when they
+ * pass int's range. */
 static void shard_counts(struct comm *c, size_t n, size_t each, int *counts, int *displs)
 {
-	if (each > (size_t)INT32_MAX || (size_t)c->size * each > (size_t)INT32_MAX)
-		check_fail("MPI", "shard_counts", "a shard of over 2^31 values", __FILE__, __LINE__);
+	if ((size_t)c->size * each > (size_t)INT32_MAX)
+		check_fail("MPI", "ZeRO-1 over MPI's collectives",
+			   "over 2^31 trainable values (run with --zero 0)", __FILE__, __LINE__);
 	for (int r = 0; r < c->size; r++) {
 		struct shard s;
 		shard_plan(&s, n, r, c->size);
@@ -100,49 +108,97 @@ static void shard_counts(struct comm *c, size_t n, size_t each, int *counts, int
  * every segment. */
 static void shm_barrier(struct mpi_plane *p)
 {
-	MPI_CHECK(MPI_Win_sync(p->win));
+	(void)p;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-	MPI_CHECK(MPI_Win_sync(p->win));
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 static void shm_free(struct mpi_plane *p)
 {
-	if (p->win == MPI_WIN_NULL)
+	if (!p->map)
 		return;
-	MPI_CHECK(MPI_Win_unlock_all(p->win));
-	MPI_CHECK(MPI_Win_free(&p->win));
+	munmap(p->map, p->map_bytes);
 	free(p->seg);
+	p->map = NULL;
 	p->seg = NULL;
 }
 
-/* At most this many values of each shard per phase: the window is
- * 2 (size + 1) chunks per rank whatever the model (18 MiB per rank on 8). */
-#define SHM_CHUNK ((size_t)1 << 18)
+/* Each rank's segment, whatever the model and the ranks: 2 (size + 1)
+ * chunks, each chunk a shard's values per phase (32 MiB on a node of 8). */
+#define SHM_BYTES ((size_t)4 << 20)
 
-/* The window for shards of each values (collective on the first call and
- * whenever the chunk changes). */
-static void shm_reserve(struct comm *c, struct mpi_plane *p, size_t each)
+/* Rank 0 creates the segments as one POSIX shared-memory object, its pages
+ * allocated up front (posix_fallocate: a full /dev/shm fails here, not as a
+ * SIGBUS in a later step), and unlinks it once every rank has mapped it.
+ * Returns 0, or -1 on every rank when any rank could not. Inside the
+ * caller's guard: plain MPI calls. MTRAIN_TEST_FAULT=shm:RANK fails RANK's
+ * mapping, for tests. */
+static int shm_map(struct comm *c, struct mpi_plane *p, size_t bytes)
 {
-	size_t chunk = each < SHM_CHUNK ? (each ? each : 1) : SHM_CHUNK;
-	if (p->win != MPI_WIN_NULL && p->chunk == chunk)
-		return;
+	static unsigned made;
+	char name[64];
+	int ok = 1, fd = -1;
+	if (c->rank == 0) {
+		snprintf(name, sizeof(name), "/mtrain-%ld-%u", (long)getpid(), made++);
+		fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+		ok = fd >= 0 && posix_fallocate(fd, 0, (off_t)bytes) == 0;
+	}
+	MPI_CHECK(MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD));
+	MPI_CHECK(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
+	if (ok && c->rank != 0)
+		ok = (fd = shm_open(name, O_RDWR, 0)) >= 0;
+	const char *fault = getenv("MTRAIN_TEST_FAULT");
+	int at;
+	if (fault && sscanf(fault, "shm:%d", &at) == 1 && at == c->rank)
+		ok = 0;
+	void *map = MAP_FAILED;
+	if (ok)
+		map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	int failed = map == MAP_FAILED, any = 0;
+	MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
+	if (c->rank == 0)
+		shm_unlink(name); /* every rank has it mapped, or gives up */
+	if (any) {
+		if (map != MAP_FAILED)
+			munmap(map, bytes);
+		return -1;
+	}
+	p->map = map;
+	p->map_bytes = bytes;
+	return 0;
+}
+
+/* The segments for shards of each values (collective on the first call and
+ * whenever the chunk changes). 0, or -1 on every rank when a rank could
+ * not have them (a small or full /dev/shm): MPI's collectives serve
+ * instead, for the rest of the run. */
+static int shm_reserve(struct comm *c, struct mpi_plane *p, size_t each)
+{
+	if (p->no_shm)
+		return -1;
+	size_t most = SHM_BYTES / (2 * ((size_t)c->size + 1) * sizeof(float));
+	most = most < PARAM_ALIGN ? PARAM_ALIGN : most;
+	size_t chunk = each < most ? (each ? each : 1) : most;
+	if (p->map && p->chunk == chunk)
+		return 0;
 	shm_free(p);
 	p->chunk = chunk;
-	MPI_Info info;
-	MPI_CHECK(MPI_Info_create(&info));
-	MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true")); /* each near its rank */
-	float *mine;
-	size_t bytes = 2 * ((size_t)c->size + 1) * chunk * sizeof(float);
-	MPI_CHECK(MPI_Win_allocate_shared((MPI_Aint)bytes, sizeof(float), info, MPI_COMM_WORLD,
-					  &mine, &p->win));
-	MPI_CHECK(MPI_Info_free(&info));
-	p->seg = xcalloc((size_t)c->size, sizeof(float *));
-	for (int r = 0; r < c->size; r++) {
-		MPI_Aint got;
-		int unit;
-		MPI_CHECK(MPI_Win_shared_query(p->win, r, &got, &unit, &p->seg[r]));
+	/* Each rank's segment starts on a page of its own. */
+	size_t per = (2 * ((size_t)c->size + 1) * chunk * sizeof(float) + 4095) / 4096 * 4096;
+	if (shm_map(c, p, per * (size_t)c->size)) {
+		p->no_shm = 1;
+		log_warn("ZeRO-1: no shared memory for the reduce-scatter and all-gather (%zu KiB "
+			 "in /dev/shm; is it full or small?): using MPI's collectives, which are "
+			 "slower", per * (size_t)c->size / 1024);
+		return -1;
 	}
-	MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, p->win));
+	p->seg = xcalloc((size_t)c->size, sizeof(float *));
+	for (int r = 0; r < c->size; r++)
+		p->seg[r] = (float *)((char *)p->map + per * (size_t)r);
+	return 0;
 }
 
 /* Rank r's segment in this phase's generation. */
@@ -169,7 +225,6 @@ static size_t piece(const struct comm *c, size_t n, size_t each, int q, size_t o
 static void shm_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, size_t n,
 			       size_t each)
 {
-	shm_reserve(c, p, each);
 	size_t chunk = p->chunk;
 	for (size_t off = 0; off < each; off += chunk) {
 		unsigned phase = p->phases++;
@@ -203,7 +258,6 @@ static void shm_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, 
 
 static void shm_allgather(struct comm *c, struct mpi_plane *p, float *buf, size_t n, size_t each)
 {
-	shm_reserve(c, p, each);
 	size_t chunk = p->chunk, slot = (size_t)c->size * chunk;
 	for (size_t off = 0; off < each; off += chunk) {
 		unsigned phase = p->phases++;
@@ -218,25 +272,36 @@ static void shm_allgather(struct comm *c, struct mpi_plane *p, float *buf, size_
 	}
 }
 
-/* Shared memory when every rank is on this node (3x faster than MPI's
- * collectives here: jobs/bench_collectives), else MPI's. */
+/* Shared memory when every rank is on this node (3 to 4 times faster than
+ * MPI's collectives here: jobs/bench_collectives), else MPI's. */
+static int use_shm(struct comm *c, struct mpi_plane *p, size_t each)
+{
+	return c->local_size == c->size && shm_reserve(c, p, each) == 0;
+}
+
 static void mpi_reduce_scatter(struct comm *c, float *buf, size_t n, size_t each)
 {
 	struct mpi_plane *p = c->impl;
 	mpi_allreduce_wait(c); /* no bucket left pending */
 	timeline_begin("reduce-scatter");
 	guard(c, "reduce-scatter of gradients");
-	if (c->local_size == c->size) {
+	if (use_shm(c, p, each)) {
 		shm_reduce_scatter(c, p, buf, n, each);
 	} else {
 		int *counts = xcalloc((size_t)c->size, sizeof(int));
 		int *displs = xcalloc((size_t)c->size, sizeof(int));
 		shard_counts(c, n, each, counts, displs);
-		/* In place, the sum lands at buf's start: moved to the shard. */
-		MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, buf, counts, MPI_FLOAT, MPI_SUM,
+		/* Into scratch, then the shard: the rest of buf stays as it was
+		 * (in place, MPI would leave this rank's sum at buf's start, in
+		 * padding that backward never rewrites). */
+		if (p->scratch_n < each) {
+			free(p->scratch);
+			p->scratch = xmalloc(each * sizeof(float));
+			p->scratch_n = each;
+		}
+		MPI_CHECK(MPI_Reduce_scatter(buf, p->scratch, counts, MPI_FLOAT, MPI_SUM,
 					     MPI_COMM_WORLD));
-		if (c->rank)
-			memcpy(buf + displs[c->rank], buf, (size_t)counts[c->rank] * sizeof(float));
+		memcpy(buf + displs[c->rank], p->scratch, (size_t)counts[c->rank] * sizeof(float));
 		free(counts);
 		free(displs);
 	}
@@ -249,7 +314,7 @@ static void mpi_allgather(struct comm *c, float *buf, size_t n, size_t each)
 	struct mpi_plane *p = c->impl;
 	timeline_begin("all-gather");
 	guard(c, "all-gather of weights");
-	if (c->local_size == c->size) {
+	if (use_shm(c, p, each)) {
 		shm_allgather(c, p, buf, n, each);
 	} else {
 		int *counts = xcalloc((size_t)c->size, sizeof(int));
@@ -271,7 +336,9 @@ static void mpi_bcast(struct comm *c, float *buf, size_t n, int root)
 
 static void mpi_release(struct comm *c)
 {
-	shm_free(c->impl);
+	struct mpi_plane *p = c->impl;
+	shm_free(p);
+	free(p->scratch);
 	free(c->impl);
 	c->impl = NULL;
 	c->ops = NULL;
@@ -292,7 +359,6 @@ void comm_use_mpi(struct comm *c)
 	if (c->ops)
 		c->ops->release(c);
 	struct mpi_plane *p = xcalloc(1, sizeof(*p));
-	p->win = MPI_WIN_NULL;
 	c->impl = p;
 	c->ops = &mpi_ops;
 	c->zero_pays = c->local_size == c->size;
@@ -380,32 +446,63 @@ void comm_allgather_host(struct comm *c, const void *mine, void *all, size_t byt
 	unguard();
 }
 
+/* Checkpoints' shards go point to point, in messages of at most this many
+ * values: no count or displacement passes int's range. */
+#define SHARD_MSG ((size_t)1 << 28)
+#define TAG_SHARD 7301
+
 void comm_gather_shards(struct comm *c, const float *mine, float *all, size_t n, size_t each,
 			int root)
 {
-	int *counts = xcalloc((size_t)c->size, sizeof(int));
-	int *displs = xcalloc((size_t)c->size, sizeof(int));
-	shard_counts(c, n, each, counts, displs);
+	struct shard s;
 	guard(c, "gather of shards");
-	MPI_CHECK(MPI_Gatherv(mine, counts[c->rank], MPI_FLOAT, all, counts, displs, MPI_FLOAT,
-			      root, MPI_COMM_WORLD));
+	for (int q = 0; q < c->size; q++) {
+		if (c->rank != root && c->rank != q)
+			continue;
+		shard_plan(&s, n, q, c->size);
+		if (q == root) {
+			if (c->rank == root)
+				memcpy(all + s.first, mine, s.len * sizeof(float));
+			continue;
+		}
+		for (size_t off = 0; off < s.len; off += SHARD_MSG) {
+			int len = (int)(s.len - off < SHARD_MSG ? s.len - off : SHARD_MSG);
+			if (c->rank == root)
+				MPI_CHECK(MPI_Recv(all + s.first + off, len, MPI_FLOAT, q, TAG_SHARD,
+						   MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+			else
+				MPI_CHECK(MPI_Send(mine + off, len, MPI_FLOAT, root, TAG_SHARD,
+						   MPI_COMM_WORLD));
+		}
+	}
 	unguard();
-	free(counts);
-	free(displs);
 }
 
 void comm_scatter_shards(struct comm *c, const float *all, float *mine, size_t n, size_t each,
 			 int root)
 {
-	int *counts = xcalloc((size_t)c->size, sizeof(int));
-	int *displs = xcalloc((size_t)c->size, sizeof(int));
-	shard_counts(c, n, each, counts, displs);
+	struct shard s;
 	guard(c, "scatter of shards");
-	MPI_CHECK(MPI_Scatterv(all, counts, displs, MPI_FLOAT, mine, counts[c->rank], MPI_FLOAT,
-			       root, MPI_COMM_WORLD));
+	for (int q = 0; q < c->size; q++) {
+		if (c->rank != root && c->rank != q)
+			continue;
+		shard_plan(&s, n, q, c->size);
+		if (q == root) {
+			if (c->rank == root)
+				memcpy(mine, all + s.first, s.len * sizeof(float));
+			continue;
+		}
+		for (size_t off = 0; off < s.len; off += SHARD_MSG) {
+			int len = (int)(s.len - off < SHARD_MSG ? s.len - off : SHARD_MSG);
+			if (c->rank == root)
+				MPI_CHECK(MPI_Send(all + s.first + off, len, MPI_FLOAT, q, TAG_SHARD,
+						   MPI_COMM_WORLD));
+			else
+				MPI_CHECK(MPI_Recv(mine + off, len, MPI_FLOAT, root, TAG_SHARD,
+						   MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+		}
+	}
 	unguard();
-	free(counts);
-	free(displs);
 }
 
 void comm_barrier(struct comm *c)

@@ -133,8 +133,9 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	m->be = be;
 	m->max_rows = max_rows;
 	size_t P = m->reg.total, R = (size_t)max_rows;
-	m->w = be->alloc(be, P * sizeof(float));
-	m->g = be->alloc(be, (m->g_room > P ? m->g_room : P) * sizeof(float));
+	size_t room = m->room > P ? m->room : P;
+	m->w = be->alloc(be, room * sizeof(float));
+	m->g = be->alloc(be, room * sizeof(float));
 	m->x = be->alloc(be, R * m->in_dim * sizeof(float));
 	m->y = be->alloc(be, R * sizeof(int32_t));
 	const float *in = m->x;

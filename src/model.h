@@ -41,13 +41,13 @@ struct model {
 	grad_ready_fn ready;   /* model_backward's listener */
 	void *ready_ctx;
 
-	size_t g_room;         /* values g needs room for, if over P: ZeRO-1's
-				* reduce-scatter sees ranks * each (params.h);
-				* set before model_alloc, 0 otherwise */
+	size_t room;           /* values w and g are allocated with, if over P:
+				* ZeRO-1's collectives on NCCL see ranks * each
+				* (params.h); set before model_alloc, else 0 */
 
 	/* Backend memory, allocated by model_alloc. */
-	float *w;              /* (P) variables */
-	float *g;              /* (P, or g_room if more) gradients; past T
+	float *w;              /* (P, or room if more) variables */
+	float *g;              /* (P, or room if more) gradients; past T
 				* stays 0 */
 	float *x;              /* (R, D) input batch */
 	int32_t *y;            /* (R) labels */

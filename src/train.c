@@ -283,11 +283,19 @@ static int build(struct trainer *t, int max_rows)
 	if (model_input_shape(cfg, cfg->data, t->train.shape, in) == 0 &&
 	    model_specs(cfg, spec, &n_spec) == 0 &&
 	    model_plan(&t->model, spec, n_spec, in, t->train.classes, cfg->seed) == 0) {
-		/* ZeRO-1 where asked for, or where it pays (comm.h). */
+		/* ZeRO-1 where asked for, or where it pays (comm.h) and
+		 * --check-replicas does not want whole replicas: under ZeRO-1
+		 * each step's all-gather overwrites a rank's copy of the others'
+		 * shards, drifted or not. */
 		int zero = c->size > 1 && (cfg->zero == ZERO_ON ||
-					   (cfg->zero == ZERO_AUTO && c->zero_pays));
+					   (cfg->zero == ZERO_AUTO && c->zero_pays &&
+					    !cfg->check_replicas));
+		if (zero && cfg->check_replicas && c->rank == 0)
+			log_warn("--check-replicas with --zero 1: each step's all-gather gives every "
+				 "rank its owner's copy of each shard, so a rank's drift lasts one "
+				 "step and is seen only when a comparison falls on it");
 		shard_plan(&t->shard, t->model.reg.trainable, zero ? c->rank : 0, zero ? c->size : 1);
-		t->model.g_room = (size_t)t->shard.ranks * t->shard.each;
+		t->model.room = (size_t)t->shard.ranks * t->shard.each;
 		double P = (double)t->model.reg.total;
 		resources_check("the model", model_bytes(&t->model, max_rows) +
 			4.0 * ((double)t->shard.len * optim_slots(cfg) + P *

@@ -25,6 +25,11 @@ for n in 2 3 4; do
 	"$CMP" --norm ck1/ckpt-00000020.h5 ck$n/ckpt-00000020.h5 1e-5 ||
 		fail "--sync-bn on $n ranks differs from 1 rank"
 done
+# The same with whole replicas (--zero 0: each layer's gradients all-reduced
+# as backward makes them, between --sync-bn's sums; one node's default is
+# ZeRO-1).
+ranks 3 "${FLAGS[@]}" --sync-bn --steps 20 --zero 0 --ckpt-dir z0 >/dev/null
+"$CMP" --norm ck1/ckpt-00000020.h5 z0/ckpt-00000020.h5 1e-5 || fail "--sync-bn --zero 0 on 3 ranks"
 "$CMP" --names ck2/ckpt-00000020.h5 >names || { cat names; fail "names"; }
 grep -q "10 trainable variables, 10 shadows, 4 moving statistics, names canonical" names ||
 	{ cat names; fail "not one moving mean and variance per batch-norm layer"; }

@@ -5,12 +5,13 @@
 # compares weights and, at every checkpoint, the EMA shadows, and finishes.
 . "$(dirname "$0")/../mpi/lib.sh"
 make_data
-# --zero 0: every rank updates all of its weights, which may drift. Under
-# ZeRO-1 each step's all-gather overwrites a rank's copy of every shard but
-# its own with the owner's, so a flip there lasts one step at most.
-SMALL+=(--zero 0)
 ranks 2 "${SMALL[@]}" --steps 12 --check-replicas 2 --ckpt-dir ok >log ||
 	{ cat log; fail "a run without a fault did not finish"; }
+# --check-replicas keeps whole replicas (--zero auto: 0): under ZeRO-1 each
+# step's all-gather would overwrite a drifted copy of another rank's shard.
+grep -q "^zero 0: " log || { cat log; fail "--check-replicas did not keep whole replicas"; }
+ranks 2 "${SMALL[@]}" --steps 2 --check-replicas 2 --zero 1 --ckpt-dir z1 >log 2>&1
+grep -q "warning: --check-replicas with --zero 1" log || { cat log; fail "no warning with --zero 1"; }
 export MTRAIN_TEST_FAULT=flip:1:3
 expect_status 1 ranks 2 "${SMALL[@]}" --steps 12 --check-replicas 2 --ckpt-dir bad
 [ "$(grep -c '^mtrain: error' last.err)" = 1 ] || { cat last.err; fail "want one line"; }
