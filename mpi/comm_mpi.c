@@ -59,6 +59,7 @@ struct mpi_plane {
 	int no_shm;      /* the segments could not be made: MPI's collectives */
 	float *scratch;  /* (scratch_n) MPI's reduce-scatter lands here */
 	size_t scratch_n;
+	int *counts, *displs; /* (size) across nodes: shard_counts' */
 };
 
 /* Buckets arrive last layer first and adjacent (up to the registry's
@@ -288,8 +289,7 @@ static void mpi_reduce_scatter(struct comm *c, float *buf, size_t n, size_t each
 	if (use_shm(c, p, each)) {
 		shm_reduce_scatter(c, p, buf, n, each);
 	} else {
-		int *counts = xcalloc((size_t)c->size, sizeof(int));
-		int *displs = xcalloc((size_t)c->size, sizeof(int));
+		int *counts = p->counts, *displs = p->displs;
 		shard_counts(c, n, each, counts, displs);
 		/* Into scratch, then the shard: the rest of buf stays as it was
 		 * (in place, MPI would leave this rank's sum at buf's start, in
@@ -302,8 +302,6 @@ static void mpi_reduce_scatter(struct comm *c, float *buf, size_t n, size_t each
 		MPI_CHECK(MPI_Reduce_scatter(buf, p->scratch, counts, MPI_FLOAT, MPI_SUM,
 					     MPI_COMM_WORLD));
 		memcpy(buf + displs[c->rank], p->scratch, (size_t)counts[c->rank] * sizeof(float));
-		free(counts);
-		free(displs);
 	}
 	unguard();
 	timeline_end();
@@ -317,13 +315,9 @@ static void mpi_allgather(struct comm *c, float *buf, size_t n, size_t each)
 	if (use_shm(c, p, each)) {
 		shm_allgather(c, p, buf, n, each);
 	} else {
-		int *counts = xcalloc((size_t)c->size, sizeof(int));
-		int *displs = xcalloc((size_t)c->size, sizeof(int));
-		shard_counts(c, n, each, counts, displs);
-		MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs,
-					 MPI_FLOAT, MPI_COMM_WORLD));
-		free(counts);
-		free(displs);
+		shard_counts(c, n, each, p->counts, p->displs);
+		MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, p->counts,
+					 p->displs, MPI_FLOAT, MPI_COMM_WORLD));
 	}
 	unguard();
 	timeline_end();
@@ -339,6 +333,8 @@ static void mpi_release(struct comm *c)
 	struct mpi_plane *p = c->impl;
 	shm_free(p);
 	free(p->scratch);
+	free(p->counts);
+	free(p->displs);
 	free(c->impl);
 	c->impl = NULL;
 	c->ops = NULL;
@@ -359,6 +355,8 @@ void comm_use_mpi(struct comm *c)
 	if (c->ops)
 		c->ops->release(c);
 	struct mpi_plane *p = xcalloc(1, sizeof(*p));
+	p->counts = xcalloc((size_t)c->size, sizeof(int));
+	p->displs = xcalloc((size_t)c->size, sizeof(int));
 	c->impl = p;
 	c->ops = &mpi_ops;
 	c->zero_pays = c->local_size == c->size;
@@ -451,58 +449,49 @@ void comm_allgather_host(struct comm *c, const void *mine, void *all, size_t byt
 #define SHARD_MSG ((size_t)1 << 28)
 #define TAG_SHARD 7301
 
-void comm_gather_shards(struct comm *c, const float *mine, float *all, size_t n, size_t each,
-			int root)
+/* Every rank's shard between its mine and root's all: to root (gather)
+ * or from it (scatter). */
+static void move_shards(struct comm *c, float *all, float *mine, size_t n, int root, int gather)
 {
 	struct shard s;
-	guard(c, "gather of shards");
+	guard(c, gather ? "gather of shards" : "scatter of shards");
 	for (int q = 0; q < c->size; q++) {
 		if (c->rank != root && c->rank != q)
 			continue;
 		shard_plan(&s, n, q, c->size);
+		float *at_root = all + s.first;
 		if (q == root) {
 			if (c->rank == root)
-				memcpy(all + s.first, mine, s.len * sizeof(float));
+				memcpy(gather ? at_root : mine, gather ? mine : at_root,
+				       s.len * sizeof(float));
 			continue;
 		}
 		for (size_t off = 0; off < s.len; off += SHARD_MSG) {
 			int len = (int)(s.len - off < SHARD_MSG ? s.len - off : SHARD_MSG);
-			if (c->rank == root)
-				MPI_CHECK(MPI_Recv(all + s.first + off, len, MPI_FLOAT, q, TAG_SHARD,
-						   MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+			float *here = c->rank == root ? at_root + off : mine + off;
+			int peer = c->rank == root ? q : root;
+			if ((c->rank == root) == gather)
+				MPI_CHECK(MPI_Recv(here, len, MPI_FLOAT, peer, TAG_SHARD, MPI_COMM_WORLD,
+						   MPI_STATUS_IGNORE));
 			else
-				MPI_CHECK(MPI_Send(mine + off, len, MPI_FLOAT, root, TAG_SHARD,
-						   MPI_COMM_WORLD));
+				MPI_CHECK(MPI_Send(here, len, MPI_FLOAT, peer, TAG_SHARD, MPI_COMM_WORLD));
 		}
 	}
 	unguard();
 }
 
+void comm_gather_shards(struct comm *c, const float *mine, float *all, size_t n, size_t each,
+			int root)
+{
+	(void)each; /* shard_plan derives it from n and the ranks */
+	move_shards(c, all, (float *)mine, n, root, 1);
+}
+
 void comm_scatter_shards(struct comm *c, const float *all, float *mine, size_t n, size_t each,
 			 int root)
 {
-	struct shard s;
-	guard(c, "scatter of shards");
-	for (int q = 0; q < c->size; q++) {
-		if (c->rank != root && c->rank != q)
-			continue;
-		shard_plan(&s, n, q, c->size);
-		if (q == root) {
-			if (c->rank == root)
-				memcpy(mine, all + s.first, s.len * sizeof(float));
-			continue;
-		}
-		for (size_t off = 0; off < s.len; off += SHARD_MSG) {
-			int len = (int)(s.len - off < SHARD_MSG ? s.len - off : SHARD_MSG);
-			if (c->rank == root)
-				MPI_CHECK(MPI_Send(all + s.first + off, len, MPI_FLOAT, q, TAG_SHARD,
-						   MPI_COMM_WORLD));
-			else
-				MPI_CHECK(MPI_Recv(mine + off, len, MPI_FLOAT, root, TAG_SHARD,
-						   MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-		}
-	}
-	unguard();
+	(void)each;
+	move_shards(c, (float *)all, mine, n, root, 0);
 }
 
 void comm_barrier(struct comm *c)
