@@ -13,11 +13,12 @@ RUN=(--device cpu --eval-data eval.h5 --layers 16,8 --batch 14 --seed 5 --log-ev
 	--data train.h5 --steps 1000000 --comm-timeout 10)
 
 # start_job DIR: the long job in the background ($job), once it has written
-# a checkpoint into DIR.
+# a checkpoint into DIR (steps taken: the ranks' own links are up; the lock
+# file comes before that, at the start).
 start_job() {
 	cl_mpirun node1:1,node2:1 "${RUN[@]}" --ckpt-dir "$1" >log 2>err &
 	job=$!
-	for _ in $(seq 150); do [ -n "$(ls "$1" 2>/dev/null)" ] && return 0; sleep 0.2; done
+	for _ in $(seq 150); do compgen -G "$1/ckpt-*.h5" >/dev/null && return 0; sleep 0.2; done
 	cat log err
 	fail "the job wrote no checkpoint in 30 s"
 }

@@ -127,12 +127,20 @@ cluster_up() {
 		cl_step address ip -n "$CL_TAG-n$i" link set lo up
 	done
 	# mpirun's agent in place of ssh: "agent [options] HOST COMMAND...".
+	# Like ssh it stays on node1 while COMMAND runs on HOST and exits with
+	# its status. When COMMAND is killed (its node died), ssh learns of it
+	# only when its connection times out: the agent waits a few seconds
+	# too, so mpirun hears of the lost daemon from its own connections
+	# first, as it would on a cluster, and names the node.
 	cat >agent <<SH
 #!/bin/sh
 while [ "\${1#-}" != "\$1" ]; do shift; done
 host=\$1
 shift
-exec nsenter -t "\$(cat "$WORK/\$host.pid")" -n -u -m -- env TMPDIR=/tmp sh -c "\$*"
+nsenter -t "\$(cat "$WORK/\$host.pid")" -n -u -m -- env TMPDIR=/tmp sh -c "\$*"
+rc=\$?
+[ \$rc -le 128 ] || { sleep 5; exit 255; }
+exit \$rc
 SH
 	chmod +x agent
 	CL_UP_MS=$(( ($(date +%s%N) - start) / 1000000 ))
