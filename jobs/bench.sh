@@ -175,7 +175,7 @@ check_losses() {
 # median of $WORK/BASE-N for its N ranks. Sets SPS. allreduce is all of the
 # gradients' and weights' communication (ZeRO-1: reduce-scatter and
 # all-gather).
-declare -A SPS
+declare -A SPS PHASES
 rank_table() {
 	local tag=$1 basefile=$2
 	printf '%-5s %4s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s %10s\n' \
@@ -189,6 +189,7 @@ rank_table() {
 			<<<"$(median_row "$WORK/runs-$tag-$kind" 2)"
 		base=$(median "$WORK/$basefile-$n" 1)
 		SPS[$kind]=$sps
+		PHASES[$kind]="$data $fwd $bwd $opt $ema $total"
 		awk -v n="$n" -v z="$zero" -v rows="$rows" -v sps="$sps" -v d="$data" -v f="$fwd" -v b="$bwd" -v a="$ar" -v o="$opt" \
 			-v e="$ema" -v t="$total" -v gf="$gf" -v base="$base" 'BEGIN {
 			printf "%-5d %4s %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f %10.2f\n",
@@ -198,6 +199,14 @@ rank_table() {
 	awk -v s1="${SPS[1]}" -v s2="${SPS[2]}" -v z0="${SPS[2z0]}" 'BEGIN {
 		printf "speed-up, 2 ranks / 1 rank (samples/s): %.2fx with ZeRO-1, %.2fx with --zero 0 (2 cores)\n",
 			s2 / s1, z0 / s1 }'
+	# The most 2 ranks could gain here with this forward and backward: 1
+	# rank's step against 2 ranks' data and forward+backward (each rank's
+	# half batch, both cores busy) plus half of 1 rank's optimizer and EMA,
+	# as if communication were free and rank 0 had no EMA of its own to do.
+	awk -v one="${PHASES[1]}" -v two="${PHASES[2]}" 'BEGIN {
+		split(one, a); split(two, b)
+		printf "ceiling, 2 ranks / 1 rank with free communication and the optimizer and EMA split in two: %.2fx\n",
+			a[6] / (b[1] + b[2] + b[3] + (a[4] + a[5]) / 2) }'
 }
 
 # The python3 that imports torch: $PYTHON, else python3, else Debian's.
