@@ -7,6 +7,7 @@
 #include "timeline.h"
 #include "watchdog.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Every collective below runs between guard() and unguard(): the watchdog
@@ -45,8 +47,8 @@ static void mpi_allreduce(struct comm *c, float *buf, size_t n)
 struct mpi_plane {
 	float *pending; /* (pending_n) the union of the buckets since the last wait */
 	size_t pending_n;
-	/* Every rank on one node: one POSIX shared-memory object, a segment per
-	 * rank, each holding two generations (phases alternate between them,
+	/* Every rank on one node: one shared-memory file (after its first
+	 * page, SHM_HEAD), a segment per rank, each holding two generations (phases alternate between them,
 	 * so a rank never overwrites what a slower one still reads from the
 	 * previous phase) of [size * chunk: reduce-scatter staging, a piece
 	 * of each rank's shard][chunk: all-gather, a piece of its own]. Large
@@ -57,9 +59,11 @@ struct mpi_plane {
 	size_t chunk;    /* values of a shard per phase */
 	unsigned phases; /* phases so far: the generation's parity */
 	int no_shm;      /* the segments could not be made: MPI's collectives */
-	float *scratch;  /* (scratch_n) MPI's reduce-scatter lands here */
+	const float **in; /* (size) the pieces a reduce-scatter sums, in rank order */
+	float *scratch;  /* (scratch_n) MPI's all-to-all lands here */
 	size_t scratch_n;
-	int *counts, *displs; /* (size) across nodes: shard_counts' */
+	int *counts, *displs; /* (size) without shared memory: shard_counts' */
+	int *rcounts, *rdispls; /* (size) the all-to-all's receive side */
 };
 
 /* Buckets arrive last layer first and adjacent (up to the registry's
@@ -129,42 +133,66 @@ static void shm_free(struct mpi_plane *p)
  * chunks, each chunk a shard's values per phase (32 MiB on a node of 8). */
 #define SHM_BYTES ((size_t)4 << 20)
 
-/* Rank 0 creates the segments as one POSIX shared-memory object, its pages
- * allocated up front (posix_fallocate: a full /dev/shm fails here, not as a
- * SIGBUS in a later step), and unlinks it once every rank has mapped it.
- * Returns 0, or -1 on every rank when any rank could not. Inside the
- * caller's guard: plain MPI calls. MTRAIN_TEST_FAULT=shm:RANK fails RANK's
- * mapping, for tests. */
-static int shm_map(struct comm *c, struct mpi_plane *p, size_t bytes)
+/* The first page of the mapping: rank 0's mark, which each rank checks
+ * (the file /proc/PID/fd/FD named is rank 0's object and no other). */
+#define SHM_HEAD 4096
+
+/* Rank 0 creates the segments as an anonymous shared-memory file
+ * (memfd_create: no name in /dev/shm, so nothing is left behind however the
+ * job ends), its pages allocated up front (posix_fallocate: too little
+ * memory fails here, not as a SIGBUS in a later step); the other ranks open
+ * it through /proc/PID/fd/FD. Returns 0, or -1 on every rank when any rank
+ * could not, with the first such rank in *bad_rank and its errno in
+ * *bad_err. Inside the caller's guard: plain MPI calls.
+ * MTRAIN_TEST_FAULT=shm:RANK fails RANK's mapping, for tests. */
+static int shm_map(struct comm *c, struct mpi_plane *p, size_t bytes, int *bad_rank,
+		   int *bad_err)
 {
-	static unsigned made;
-	char name[64];
-	int ok = 1, fd = -1;
+	/* Rank 0's pid, fd, errno (0: made) and mark. */
+	long long made[4] = {getpid(), -1, 0, 0};
 	if (c->rank == 0) {
-		snprintf(name, sizeof(name), "/mtrain-%ld-%u", (long)getpid(), made++);
-		fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-		ok = fd >= 0 && posix_fallocate(fd, 0, (off_t)bytes) == 0;
+		int fd = memfd_create("mtrain-zero", MFD_CLOEXEC);
+		int err = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)bytes);
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		made[1] = fd;
+		made[2] = err;
+		made[3] = (long long)t.tv_nsec ^ ((long long)t.tv_sec << 20) ^ made[0];
 	}
-	MPI_CHECK(MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, MPI_COMM_WORLD));
-	MPI_CHECK(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
-	if (ok && c->rank != 0)
-		ok = (fd = shm_open(name, O_RDWR, 0)) >= 0;
+	MPI_CHECK(MPI_Bcast(made, 4, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
+	int fd = c->rank == 0 ? (int)made[1] : -1, err = (int)made[2];
+	if (c->rank != 0 && !err) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%lld/fd/%lld", made[0], made[1]);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		err = fd < 0 ? errno : 0;
+	}
 	const char *fault = getenv("MTRAIN_TEST_FAULT");
 	int at;
-	if (fault && sscanf(fault, "shm:%d", &at) == 1 && at == c->rank)
-		ok = 0;
+	if (!err && fault && sscanf(fault, "shm:%d", &at) == 1 && at == c->rank)
+		err = EACCES;
 	void *map = MAP_FAILED;
-	if (ok)
+	if (!err) {
 		map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		err = map == MAP_FAILED ? errno : 0;
+	}
+	if (!err && c->rank == 0)
+		memcpy(map, &made[3], sizeof(made[3]));
+	MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* the mark is written */
+	if (!err && memcmp(map, &made[3], sizeof(made[3])))
+		err = ESTALE; /* another process's file under that pid and fd */
+	MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* every rank checked it */
 	if (fd >= 0)
 		close(fd);
-	int failed = map == MAP_FAILED, any = 0;
-	MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
-	if (c->rank == 0)
-		shm_unlink(name); /* every rank has it mapped, or gives up */
-	if (any) {
+	/* The lowest failing rank and its errno. */
+	int mine[2] = {err ? c->rank : c->size, err}, first[2];
+	MPI_CHECK(MPI_Allreduce(mine, first, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD));
+	if (first[0] < c->size) {
 		if (map != MAP_FAILED)
 			munmap(map, bytes);
+		*bad_rank = first[0];
+		MPI_CHECK(MPI_Bcast(&err, 1, MPI_INT, first[0], MPI_COMM_WORLD));
+		*bad_err = err;
 		return -1;
 	}
 	p->map = map;
@@ -174,7 +202,7 @@ static int shm_map(struct comm *c, struct mpi_plane *p, size_t bytes)
 
 /* The segments for shards of each values (collective on the first call and
  * whenever the chunk changes). 0, or -1 on every rank when a rank could
- * not have them (a small or full /dev/shm): MPI's collectives serve
+ * not have them (no memory, or no way to open rank 0's file): MPI serves
  * instead, for the rest of the run. */
 static int shm_reserve(struct comm *c, struct mpi_plane *p, size_t each)
 {
@@ -189,16 +217,17 @@ static int shm_reserve(struct comm *c, struct mpi_plane *p, size_t each)
 	p->chunk = chunk;
 	/* Each rank's segment starts on a page of its own. */
 	size_t per = (2 * ((size_t)c->size + 1) * chunk * sizeof(float) + 4095) / 4096 * 4096;
-	if (shm_map(c, p, per * (size_t)c->size)) {
+	int bad_rank, bad_err;
+	if (shm_map(c, p, SHM_HEAD + per * (size_t)c->size, &bad_rank, &bad_err)) {
 		p->no_shm = 1;
-		log_warn("ZeRO-1: no shared memory for the reduce-scatter and all-gather (%zu KiB "
-			 "in /dev/shm; is it full or small?): using MPI's collectives, which are "
-			 "slower", per * (size_t)c->size / 1024);
+		log_warn("ZeRO-1: no shared memory for the reduce-scatter and all-gather (%zu KiB; "
+			 "rank %d: %s): using MPI's collectives, which are slower (the same sums)",
+			 (SHM_HEAD + per * (size_t)c->size) / 1024, bad_rank, strerror(bad_err));
 		return -1;
 	}
 	p->seg = xcalloc((size_t)c->size, sizeof(float *));
 	for (int r = 0; r < c->size; r++)
-		p->seg[r] = (float *)((char *)p->map + per * (size_t)r);
+		p->seg[r] = (float *)((char *)p->map + SHM_HEAD + per * (size_t)r);
 	return 0;
 }
 
@@ -223,6 +252,24 @@ static size_t piece(const struct comm *c, size_t n, size_t each, int q, size_t o
  * so the running sum stays in L1. */
 #define SUM_BLOCK 2048
 
+/* out[0, len) = in[0] + in[1] + ... + in[ranks - 1], added in rank order:
+ * the same bits whichever plane brought the pieces. out may be one of in
+ * (each block is read whole before it is written). */
+static void sum_in_rank_order(float *out, const float *const *in, int ranks, size_t len)
+{
+	float sum[SUM_BLOCK];
+	for (size_t b = 0; b < len; b += SUM_BLOCK) {
+		size_t m = len - b < SUM_BLOCK ? len - b : SUM_BLOCK;
+		memcpy(sum, in[0] + b, m * sizeof(float));
+		for (int q = 1; q < ranks; q++) {
+			const float *restrict x = in[q] + b;
+			for (size_t i = 0; i < m; i++)
+				sum[i] += x[i];
+		}
+		memcpy(out + b, sum, m * sizeof(float));
+	}
+}
+
 static void shm_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, size_t n,
 			       size_t each)
 {
@@ -239,21 +286,45 @@ static void shm_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, 
 		}
 		shm_barrier(p);
 		size_t len, at = piece(c, n, each, c->rank, off, chunk, &len);
-		float sum[SUM_BLOCK];
-		for (size_t b = 0; b < len; b += SUM_BLOCK) {
-			size_t m = len - b < SUM_BLOCK ? len - b : SUM_BLOCK;
-			for (int q = 0; q < c->size; q++) {
-				const float *restrict in =
-					q == c->rank ? buf + at + b
-						     : shm_gen(c, p, q, phase) + (size_t)c->rank * chunk + b;
-				if (q == 0)
-					memcpy(sum, in, m * sizeof(float));
-				else
-					for (size_t i = 0; i < m; i++)
-						sum[i] += in[i];
-			}
-			memcpy(buf + at + b, sum, m * sizeof(float));
+		for (int q = 0; q < c->size; q++)
+			p->in[q] = q == c->rank ? buf + at
+						: shm_gen(c, p, q, phase) + (size_t)c->rank * chunk;
+		sum_in_rank_order(buf + at, p->in, c->size, len);
+	}
+}
+
+/* Pieces of each shard an all-to-all moves at a time without shared
+ * memory: the scratch is size of them. */
+#define A2A_CHUNK ((size_t)1 << 18)
+
+/* The reduce-scatter without shared memory (across nodes, or when it could
+ * not be had): an all-to-all brings each rank every rank's piece of its
+ * shard, a chunk at a time, and the rank sums them as shm_reduce_scatter
+ * does, in rank order, so the sums are the same bits on either plane
+ * (MPI_Reduce_scatter adds in an order of its own). */
+static void a2a_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, size_t n,
+			       size_t each)
+{
+	shard_counts(c, n, each, p->counts, p->displs); /* int range checked */
+	size_t chunk = each < A2A_CHUNK ? (each ? each : 1) : A2A_CHUNK;
+	if (p->scratch_n < (size_t)c->size * chunk) {
+		free(p->scratch);
+		p->scratch_n = (size_t)c->size * chunk;
+		p->scratch = xmalloc(p->scratch_n * sizeof(float));
+	}
+	for (size_t off = 0; off < each; off += chunk) {
+		size_t len, at = piece(c, n, each, c->rank, off, chunk, &len);
+		for (int q = 0; q < c->size; q++) {
+			size_t qlen, qat = piece(c, n, each, q, off, chunk, &qlen);
+			p->counts[q] = (int)qlen;
+			p->displs[q] = (int)qat;
+			p->rcounts[q] = (int)len;
+			p->rdispls[q] = (int)((size_t)q * chunk);
+			p->in[q] = p->scratch + (size_t)q * chunk;
 		}
+		MPI_CHECK(MPI_Alltoallv(buf, p->counts, p->displs, MPI_FLOAT, p->scratch,
+					p->rcounts, p->rdispls, MPI_FLOAT, MPI_COMM_WORLD));
+		sum_in_rank_order(buf + at, p->in, c->size, len);
 	}
 }
 
@@ -286,23 +357,10 @@ static void mpi_reduce_scatter(struct comm *c, float *buf, size_t n, size_t each
 	mpi_allreduce_wait(c); /* no bucket left pending */
 	timeline_begin("reduce-scatter");
 	guard(c, "reduce-scatter of gradients");
-	if (use_shm(c, p, each)) {
+	if (use_shm(c, p, each))
 		shm_reduce_scatter(c, p, buf, n, each);
-	} else {
-		int *counts = p->counts, *displs = p->displs;
-		shard_counts(c, n, each, counts, displs);
-		/* Into scratch, then the shard: the rest of buf stays as it was
-		 * (in place, MPI would leave this rank's sum at buf's start, in
-		 * padding that backward never rewrites). */
-		if (p->scratch_n < each) {
-			free(p->scratch);
-			p->scratch = xmalloc(each * sizeof(float));
-			p->scratch_n = each;
-		}
-		MPI_CHECK(MPI_Reduce_scatter(buf, p->scratch, counts, MPI_FLOAT, MPI_SUM,
-					     MPI_COMM_WORLD));
-		memcpy(buf + displs[c->rank], p->scratch, (size_t)counts[c->rank] * sizeof(float));
-	}
+	else
+		a2a_reduce_scatter(c, p, buf, n, each);
 	unguard();
 	timeline_end();
 }
@@ -335,6 +393,9 @@ static void mpi_release(struct comm *c)
 	free(p->scratch);
 	free(p->counts);
 	free(p->displs);
+	free(p->rcounts);
+	free(p->rdispls);
+	free(p->in);
 	free(c->impl);
 	c->impl = NULL;
 	c->ops = NULL;
@@ -357,6 +418,9 @@ void comm_use_mpi(struct comm *c)
 	struct mpi_plane *p = xcalloc(1, sizeof(*p));
 	p->counts = xcalloc((size_t)c->size, sizeof(int));
 	p->displs = xcalloc((size_t)c->size, sizeof(int));
+	p->rcounts = xcalloc((size_t)c->size, sizeof(int));
+	p->rdispls = xcalloc((size_t)c->size, sizeof(int));
+	p->in = xcalloc((size_t)c->size, sizeof(*p->in));
 	c->impl = p;
 	c->ops = &mpi_ops;
 	c->zero_pays = c->local_size == c->size;

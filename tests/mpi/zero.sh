@@ -5,9 +5,12 @@
 # another order: Open MPI's all-reduce against rank order). Checkpoints
 # hold the whole slots under their names; a sharded run resumes bitwise on
 # its own world size and resumes on any other; each rank holds 1/N of the
-# optimizer state. Without shared memory MPI's collectives serve.
+# optimizer state. Without shared memory MPI's collectives serve, with the
+# same sums (bitwise on 3 and 5 ranks too), and no named object is left in
+# /dev/shm.
 . "$(dirname "$0")/lib.sh"
 make_data
+shm_before=$(ls /dev/shm | grep -c '^mtrain' || true)
 FLAGS=("${SMALL[@]}" --optimizer adam --ema-decay 0.9 --ema-sync-every 3 --metrics m.jsonl)
 for z in 0 1; do
 	ranks 2 "${FLAGS[@]}" --steps 12 --zero $z --ckpt-dir two$z >log$z
@@ -25,6 +28,10 @@ for z in 0 1; do
 done
 "$CMP" --norm three0/ckpt-00000012.h5 three1/ckpt-00000012.h5 1e-6 ||
 	fail "3 ranks: --zero 1 is not --zero 0 to 1e-6"
+# MPI's plane sums each shard in rank order too: bitwise the shared memory's.
+MTRAIN_TEST_FAULT=shm:2 ranks 3 "${FLAGS[@]}" --steps 12 --zero 1 --ckpt-dir noshm3 >log 2>&1
+grep -q "warning: ZeRO-1: no shared memory .*rank 2: " log || { cat log; fail "the warning names no rank"; }
+same_ckpt three1/ckpt-00000012.h5 noshm3/ckpt-00000012.h5
 # The comparison has teeth: a learning rate 1e-4 larger is not the same run.
 ranks 3 "${FLAGS[@]}" --lr 0.0010001 --steps 12 --zero 1 --ckpt-dir nudged >/dev/null
 "$CMP" --norm three0/ckpt-00000012.h5 nudged/ckpt-00000012.h5 1e-6 >/dev/null 2>&1 &&
@@ -36,6 +43,8 @@ for z in 0 1; do
 done
 "$CMP" --norm five0/ckpt-00000006.h5 five1/ckpt-00000006.h5 1e-6 ||
 	fail "5 ranks, an empty shard: --zero 1 is not --zero 0 to 1e-6"
+MTRAIN_TEST_FAULT=shm:0 ranks 5 "${FLAGS[@]}" --layers 1 --steps 6 --zero 1 --ckpt-dir noshm5 >/dev/null 2>&1
+same_ckpt five1/ckpt-00000006.h5 noshm5/ckpt-00000006.h5
 
 # Resumed on the same 3 ranks: bitwise the run that never stopped, from a
 # stop inside an epoch (the slots scattered back to their shards).
@@ -83,4 +92,5 @@ ranks 1 "${FLAGS[@]}" --steps 1 --zero 1 --ckpt-dir solo >log
 grep -q "^zero 0: optimizer state" log || { cat log; fail "one rank claimed a shard"; }
 expect_error "--zero: '2' is not one of 0\|1\|auto" "$MTRAIN" "${SMALL[@]}" --zero 2 --ckpt-dir bad
 [ ! -e bad ] || fail "a refused --zero left --ckpt-dir behind"
-pass "--zero 1 trains as --zero 0 on 2, 3 and 5 ranks; resumes on any world size; 1/N state"
+[ "$(ls /dev/shm | grep -c '^mtrain' || true)" = "$shm_before" ] || fail "a named object left in /dev/shm"
+pass "--zero 1 trains as --zero 0 on 2, 3 and 5 ranks, with or without shared memory; resumes on any world size; 1/N state"
