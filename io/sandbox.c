@@ -90,6 +90,10 @@ __attribute__((constructor)) static void child(void)
 	if (fault && !strncmp(fault, "reader", 6) &&
 	    (!fault[6] || (fault[6] == ':' && path && strstr(path, fault + 7))))
 		raise(SIGSEGV);
+	/* MTRAIN_TEST_FAULT=slowreader: a read that takes 2 s more, for a
+	 * test's signal to arrive during it. */
+	if (fault && !strcmp(fault, "slowreader"))
+		sleep(2);
 	int rc = r->read(arg);
 	size_t len = strlen(user_error_text());
 	sandbox_move(&p, &rc, sizeof(rc));
@@ -121,6 +125,12 @@ static pid_t start_child(const struct sandbox_reader *r, int req, int res)
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* mpirun sends Slurm's USR1 (and TERM) to the rank's whole
+		 * process group: the rank acts on it, the reader must not die
+		 * of it (ignored stays ignored across exec). */
+		struct sigaction ign = {.sa_handler = SIG_IGN};
+		sigaction(SIGUSR1, &ign, NULL);
+		sigaction(SIGTERM, &ign, NULL);
 		fcntl(req, F_SETFD, 0); /* kept across exec: the others close */
 		fcntl(res, F_SETFD, 0);
 		execve("/proc/self/exe", argv, envp);

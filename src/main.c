@@ -13,6 +13,7 @@
 #include "version.h"
 
 #include <hdf5.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -150,11 +151,16 @@ int main(int argc, char **argv)
 	 * failed (a checkpoint on a full disk, already reported and removed)
 	 * makes it crash. The process is ending: let it. */
 	H5dont_atexit();
-	backend_cpu_pick_kernels(argv);
 	const char *cmd = argc > 1 ? argv[1] : "";
 	if (strcmp(cmd, "import") && strcmp(cmd, "inspect") && strcmp(cmd, "eval") &&
 	    strcmp(cmd, "export"))
 		train_catch_stop_signals();
+	backend_cpu_pick_kernels(argv); /* may start again, stop signals held */
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGUSR1);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &stop, NULL); /* held ones reach the handler now */
 	struct comm comm;
 	comm_init(&comm, &argc, &argv);
 	resources_init(comm.local_size);

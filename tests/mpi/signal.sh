@@ -21,4 +21,18 @@ end=$((step + 7))
 ranks 2 "${FLAGS[@]}" --steps $end --ckpt-dir ck >/dev/null
 ranks 2 "${FLAGS[@]}" --steps $end --ckpt-dir straight >/dev/null
 same_ckpt "$(printf 'straight/ckpt-%08d.h5' $end)" "$(printf 'ck/ckpt-%08d.h5' $end)"
-pass "SIGUSR1 at step $step: checkpoint, exit 0, bitwise resume"
+# During start-up, while a child process reads the data: mpirun signals
+# each rank's whole process group, the reader must not die of it, and the
+# job stops at its first step (MTRAIN_TEST_FAULT=slowreader: every read
+# takes 2 s more).
+MTRAIN_TEST_FAULT=slowreader "$MPIRUN" --oversubscribe -np 2 "$MTRAIN" "${FLAGS[@]}" \
+	--steps 100000000 --ckpt-dir early >log 2>&1 &
+pid=$!
+for _ in $(seq 100); do pgrep -f "^mtrain-reader" >/dev/null && break; sleep 0.05; done
+pgrep -f "^mtrain-reader" >/dev/null || { kill -9 $pid; cat log; fail "no reader process seen"; }
+kill -USR1 $pid
+status=0
+wait $pid || status=$?
+[ $status = 0 ] || { cat log; fail "exit status $status after SIGUSR1 during the data's read"; }
+grep -q "stopped by signal at step 1;" log || { cat log; fail "no stop at step 1"; }
+pass "SIGUSR1 at step $step: checkpoint, exit 0, bitwise resume; during the read of the data: stop at step 1"
