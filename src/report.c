@@ -53,6 +53,17 @@ static int report_nodes(struct comm *c)
 	return nodes;
 }
 
+/* A byte count as people read it: "1.03 MiB", "6.4 KiB", "96 B". */
+static void bytes_text(char *buf, size_t len, double bytes)
+{
+	if (bytes >= 1048576.0)
+		snprintf(buf, len, "%.2f MiB", bytes / 1048576.0);
+	else if (bytes >= 1024.0)
+		snprintf(buf, len, "%.1f KiB", bytes / 1024.0);
+	else
+		snprintf(buf, len, "%.0f B", bytes);
+}
+
 void report_start(const struct config *cfg, struct comm *c, const struct backend *be,
 		  const struct model *m, const struct shard *sh, const struct dataset *train,
 		  int has_eval, long step, long total_steps, long steps_per_epoch)
@@ -77,14 +88,17 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 	int nodes = report_nodes(c);
 	/* The optimizer's slots this rank holds: its shard's under ZeRO-1. */
 	int slots = optim_slots(cfg);
-	double mine = 4.0 * slots * (double)sh->len, whole = 4.0 * slots * (double)sh->total;
+	double mine_bytes = 4.0 * slots * (double)sh->len;
+	char mine[32], whole[32];
+	bytes_text(mine, sizeof(mine), mine_bytes);
+	bytes_text(whole, sizeof(whole), 4.0 * slots * (double)sh->total);
 	if (sh->ranks > 1)
-		log_info("zero 1: optimizer state %.2f MiB per rank (%d slot%s of a 1/%d shard, "
-			 "%zu values), %.2f MiB unsharded", mine / 1048576.0, slots,
-			 slots == 1 ? "" : "s", sh->ranks, sh->len, whole / 1048576.0);
+		log_info("zero 1: optimizer state %s per rank (%d slot%s of a 1/%d shard, "
+			 "%zu values on rank 0, the most), %s unsharded", mine, slots,
+			 slots == 1 ? "" : "s", sh->ranks, sh->len, whole);
 	else
-		log_info("zero 0: optimizer state %.2f MiB per rank (%d slot%s, whole on every "
-			 "rank)", mine / 1048576.0, slots, slots == 1 ? "" : "s");
+		log_info("zero 0: optimizer state %s per rank (%d slot%s, whole on every "
+			 "rank)", mine, slots, slots == 1 ? "" : "s");
 	const char *eval_data = has_eval ? cfg->eval_data : "none";
 	log_info("data %s (%ld rows), eval %s", cfg->data, train->n, eval_data);
 	char data[JSON_PATH_LEN], eval[JSON_PATH_LEN];
@@ -93,7 +107,7 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		      "\"eval_data\":\"%s\",\"zero\":%d,\"optimizer_bytes_per_rank\":%.0f}",
 		      step, total_steps, c->size, nodes, backend, cfg->batch,
 		      json_escape(cfg->data, data, sizeof(data)),
-		      json_escape(eval_data, eval, sizeof(eval)), sh->ranks > 1, mine);
+		      json_escape(eval_data, eval, sizeof(eval)), sh->ranks > 1, mine_bytes);
 }
 
 void report_progress(struct progress *p, struct model *m, struct comm *c, long step,
