@@ -47,12 +47,13 @@ static void mpi_allreduce(struct comm *c, float *buf, size_t n)
 struct mpi_plane {
 	float *pending; /* (pending_n) the union of the buckets since the last wait */
 	size_t pending_n;
-	/* Every rank on one node: one shared-memory file (after its first
-	 * page, SHM_HEAD), a segment per rank, each holding two generations (phases alternate between them,
-	 * so a rank never overwrites what a slower one still reads from the
-	 * previous phase) of [size * chunk: reduce-scatter staging, a piece
-	 * of each rank's shard][chunk: all-gather, a piece of its own]. Large
-	 * buffers go a chunk of each shard at a time. */
+	/* Every rank on one node: one shared-memory file, after its first
+	 * page (SHM_HEAD) a segment per rank, each holding two generations
+	 * (phases alternate between them, so a rank never overwrites what a
+	 * slower one still reads from the previous phase) of [size * chunk:
+	 * reduce-scatter staging, a piece of each rank's shard][chunk:
+	 * all-gather, a piece of its own]. Large buffers go a chunk of each
+	 * shard at a time. */
 	void *map;       /* the segments, mapped here; NULL until the first call */
 	size_t map_bytes;
 	float **seg;     /* (size) each rank's segment in map */
@@ -62,7 +63,7 @@ struct mpi_plane {
 	const float **in; /* (size) the pieces a reduce-scatter sums, in rank order */
 	float *scratch;  /* (scratch_n) MPI's all-to-all lands here */
 	size_t scratch_n;
-	int *counts, *displs; /* (size) without shared memory: shard_counts' */
+	int *counts, *displs; /* (size) without shared memory: MPI's counts */
 	int *rcounts, *rdispls; /* (size) the all-to-all's receive side */
 };
 
@@ -93,14 +94,20 @@ static void mpi_allreduce_wait(struct comm *c)
 	p->pending_n = 0;
 }
 
-/* The counts and displacements of shard_plan's split of n (each per
- * rank) for MPI's v-collectives (ZeRO-1 across nodes); aborts when they
- * pass int's range. */
-static void shard_counts(struct comm *c, size_t n, size_t each, int *counts, int *displs)
+/* MPI's counts and displacements are int: ZeRO-1 over MPI aborts past
+ * that (shards of each values on every rank). */
+static void check_int_counts(struct comm *c, size_t each)
 {
 	if ((size_t)c->size * each > (size_t)INT32_MAX)
 		check_fail("MPI", "ZeRO-1 over MPI's collectives",
 			   "over 2^31 trainable values (run with --zero 0)", __FILE__, __LINE__);
+}
+
+/* The counts and displacements of shard_plan's split of n (each per
+ * rank) for MPI's v-collectives. */
+static void shard_counts(struct comm *c, size_t n, size_t each, int *counts, int *displs)
+{
+	check_int_counts(c, each);
 	for (int r = 0; r < c->size; r++) {
 		struct shard s;
 		shard_plan(&s, n, r, c->size);
@@ -305,7 +312,7 @@ static void shm_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, 
 static void a2a_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, size_t n,
 			       size_t each)
 {
-	shard_counts(c, n, each, p->counts, p->displs); /* int range checked */
+	check_int_counts(c, each);
 	size_t chunk = each < A2A_CHUNK ? (each ? each : 1) : A2A_CHUNK;
 	if (p->scratch_n < (size_t)c->size * chunk) {
 		free(p->scratch);

@@ -6,7 +6,6 @@
 
 #include <cblas.h>
 #include <float.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,17 +492,7 @@ void backend_cpu_pick_kernels(char **argv)
 	 * Slurm see nothing). */
 	if (setenv("OPENBLAS_CORETYPE", core, 1))
 		return; /* no variable, no new start: it would start again */
-	/* A stop signal (Slurm's USR1, TERM) arriving while the new start
-	 * loads would find no handler and kill the rank: held blocked across
-	 * the exec (the mask and pending signals carry over), it waits for
-	 * main to set its handler and unblock. */
-	sigset_t stop, old;
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGUSR1);
-	sigaddset(&stop, SIGTERM);
-	sigprocmask(SIG_BLOCK, &stop, &old);
 	execv("/proc/self/exe", argv);
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	unsetenv("OPENBLAS_CORETYPE"); /* no exec: carry on with Prescott's */
 #else
 	(void)argv;

@@ -13,7 +13,6 @@
 #include "version.h"
 
 #include <hdf5.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -155,12 +154,13 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "import") && strcmp(cmd, "inspect") && strcmp(cmd, "eval") &&
 	    strcmp(cmd, "export"))
 		train_catch_stop_signals();
-	backend_cpu_pick_kernels(argv); /* may start again, stop signals held */
-	sigset_t stop;
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGUSR1);
-	sigaddset(&stop, SIGTERM);
-	sigprocmask(SIG_UNBLOCK, &stop, NULL); /* held ones reach the handler now */
+	/* OpenBLAS's kernels may make mtrain start itself again: a stop
+	 * signal then would find no handler and kill the rank. Held across
+	 * that exec (the mask and pending signals carry over), it waits for
+	 * the handler the new start sets. */
+	train_hold_stop_signals(1);
+	backend_cpu_pick_kernels(argv);
+	train_hold_stop_signals(0);
 	struct comm comm;
 	comm_init(&comm, &argc, &argv);
 	resources_init(comm.local_size);

@@ -67,6 +67,8 @@ static volatile sig_atomic_t g_stop_signal;
 
 static void on_stop_signal(int sig) { g_stop_signal = sig; }
 
+static const int stop_signals[] = {SIGUSR1, SIGTERM};
+
 void train_catch_stop_signals(void)
 {
 	struct sigaction sa;
@@ -74,8 +76,17 @@ void train_catch_stop_signals(void)
 	sa.sa_handler = on_stop_signal;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaction(stop_signals[i], &sa, NULL);
+}
+
+void train_hold_stop_signals(int hold)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaddset(&set, stop_signals[i]);
+	sigprocmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
 
 /* A phase boundary: waits for the backend when profiling or tracing this

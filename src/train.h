@@ -12,3 +12,6 @@ int train_main(struct config *cfg, struct comm *c);
  * a step every rank agrees on. Called first thing in main for training, so
  * a signal during start-up is not lost (it stops after the first step). */
 void train_catch_stop_signals(void);
+/* hold 1: those signals wait, blocked (across an exec too, where no handler
+ * would catch them); hold 0: the waiting ones reach the handler. */
+void train_hold_stop_signals(int hold);
