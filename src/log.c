@@ -44,16 +44,33 @@ void log_info(const char *fmt, ...)
 	fflush(stdout);
 }
 
+/* prefix, the formatted text and a newline on stderr in one write: mpirun
+ * forwards each write as it comes, so a line written in pieces could be
+ * split by another rank's or stdout's line in the job's output. */
+static void stderr_line(const char *prefix, const char *fmt, va_list ap)
+{
+	char line[sizeof(g_user_error) + LOG_HOST_LEN + 64];
+	size_t n = (size_t)snprintf(line, sizeof(line), "%s", prefix);
+	if (n < sizeof(line)) {
+		int k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+		n += k < 0 ? 0 : (size_t)k;
+	}
+	if (n > sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	line[n] = 0;
+	fputs(line, stderr);
+	fflush(stderr);
+}
+
 void log_warn(const char *fmt, ...)
 {
 	if (g_rank != 0)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("mtrain: warning: ", stderr);
-	vfprintf(stderr, fmt, ap);
+	stderr_line("mtrain: warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* The one format of an error line's start. */
@@ -68,10 +85,7 @@ static void error_line(int with_rank, const char *fmt, va_list ap)
 {
 	char prefix[LOG_HOST_LEN + 64];
 	log_error_prefix(with_rank, prefix, sizeof(prefix));
-	fputs(prefix, stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	fflush(stderr);
+	stderr_line(prefix, fmt, ap);
 }
 
 void log_error(const char *fmt, ...)
