@@ -28,7 +28,7 @@ same_ckpt "$(printf 'straight/ckpt-%08d.h5' $end)" "$(printf 'ck/ckpt-%08d.h5' $
 MTRAIN_TEST_FAULT=slowreader "$MPIRUN" --oversubscribe -np 2 "$MTRAIN" "${FLAGS[@]}" \
 	--steps 100000000 --ckpt-dir early >log 2>&1 &
 pid=$!
-for _ in $(seq 100); do pgrep -f "^mtrain-reader" >/dev/null && break; sleep 0.05; done
+for _ in $(seq 400); do pgrep -f "^mtrain-reader" >/dev/null && break; sleep 0.05; done
 pgrep -f "^mtrain-reader" >/dev/null || { kill -9 $pid; cat log; fail "no reader process seen"; }
 kill -USR1 $pid
 status=0
