@@ -1,6 +1,7 @@
 /* The test faults of fault.h. */
 #include "fault.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,8 @@ void fault_read(struct test_fault *f)
 		f->rank = -1;
 }
 
-void fault_inject(const struct test_fault *f, const struct backend *be, float *w, int rank,
-		  long step)
+void fault_after_step(const struct test_fault *f, const struct backend *be, float *w, int rank,
+		      long step)
 {
 	if (f->rank != rank || f->step != step)
 		return;
@@ -25,6 +26,8 @@ void fault_inject(const struct test_fault *f, const struct backend *be, float *w
 		raise(SIGSEGV);
 	if (!strcmp(f->kind, "hang"))
 		sleep(30); /* alive, outside any collective */
+	if (strcmp(f->kind, "flip"))
+		return;
 	float v;
 	unsigned bits;
 	be->copy_out(be, &v, w, sizeof(v));
@@ -32,4 +35,21 @@ void fault_inject(const struct test_fault *f, const struct backend *be, float *w
 	bits ^= 1u;
 	memcpy(&v, &bits, sizeof(v));
 	be->copy_in(be, w, &v, sizeof(v));
+}
+
+int fault_holds_last(const struct test_fault *f, int rank, int sharded, int last)
+{
+	return sharded ? last : rank == f->rank;
+}
+
+void fault_nan_grad(struct test_fault *f, const struct backend *be, float *g, size_t n,
+		    int holds_last, long step)
+{
+	if (f->fired || f->rank < 0 || f->step != step || strcmp(f->kind, "nangrad"))
+		return;
+	f->fired = 1; /* on every rank: the retry is clean */
+	if (!holds_last || n == 0)
+		return;
+	float v = NAN;
+	be->copy_in(be, g + n - 1, &v, sizeof(v));
 }

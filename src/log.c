@@ -44,6 +44,18 @@ void log_info(const char *fmt, ...)
 	fflush(stdout);
 }
 
+void log_each(const char *fmt, ...)
+{
+	char line[1024];
+	int n = g_rank ? snprintf(line, sizeof(line), "rank %d: ", g_rank) : 0;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	puts(line); /* one write after the flush: lines of ranks stay whole */
+	fflush(stdout);
+}
+
 /* prefix, the formatted text and a newline on stderr in one write: mpirun
  * forwards each write as it comes, so a line written in pieces could be
  * split by another rank's or stdout's line in the job's output. */

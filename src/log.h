@@ -27,6 +27,9 @@ double log_now(void);
 
 /* Prints a line to stdout on rank 0 only. */
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An information line from every rank, for a decision each rank takes
+ * itself: rank 0's as log_info's, the others' after "rank R: ". */
+void log_each(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "mtrain: warning: ..." to stderr on rank 0 only. */
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "mtrain: error: ..." to stderr on this rank, whatever its number,

@@ -1,0 +1,156 @@
+/* A run's set-up and tear-down for the training loop of train.c: the
+ * backend, the data, the model with its optimizer, EMA and checkpointed
+ * state, the resume, and the outputs, all checked before anything is
+ * written. */
+#include "trainer.h"
+#include "agree.h"
+#include "check.h"
+#include "ckpt.h"
+#include "default_data.h"
+#include "log.h"
+#include "paths.h"
+#include "resources.h"
+#include "tensorboard.h"
+#include "timeline.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* --sync-bn's sum over ranks (sum_fn). Gradient buckets in flight are
+ * completed first: the MPI plane joins adjacent buffers into one call, and
+ * buf is not a gradient. */
+static void sum_over_ranks(void *comm, float *buf, size_t n)
+{
+	struct comm *c = comm;
+	c->ops->allreduce_wait(c);
+	c->ops->allreduce_start(c, buf, n);
+	c->ops->allreduce_wait(c);
+}
+
+/* The model, optimizer, EMA, checkpointed state and host buffers, for
+ * batches of up to max_rows; initial weights are rank 0's, broadcast as
+ * DDP does. 0, or -1 when the ranks' registries differ. */
+static int build(struct trainer *t, int max_rows)
+{
+	struct config *cfg = t->cfg;
+	struct comm *c = t->comm;
+	const struct backend *be = t->be;
+	/* Known before allocating: w, g and activations, shadows and slots,
+	 * and rank 0's staging of every kind for checkpoints. */
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n_spec = 0;
+	int in[3];
+	if (model_input_shape(cfg, cfg->data, t->train.shape, in) == 0 &&
+	    model_specs(cfg, spec, &n_spec) == 0 &&
+	    model_plan(&t->model, spec, n_spec, in, t->train.classes, cfg->seed) == 0) {
+		/* ZeRO-1 where asked for, or where it pays (comm.h) and
+		 * --check-replicas does not want whole replicas: under ZeRO-1
+		 * each step's all-gather overwrites a rank's copy of the others'
+		 * shards, drifted or not. */
+		int zero = c->size > 1 && (cfg->zero == ZERO_ON ||
+					   (cfg->zero == ZERO_AUTO && c->zero_pays &&
+					    !cfg->check_replicas));
+		if (zero && cfg->check_replicas && c->rank == 0)
+			log_warn("--check-replicas with --zero 1: each step's all-gather gives every "
+				 "rank its owner's copy of each shard, so a rank's drift lasts one "
+				 "step and is seen only when a comparison falls on it");
+		shard_plan(&t->shard, t->model.reg.trainable, zero ? c->rank : 0, zero ? c->size : 1);
+		t->model.room = (size_t)t->shard.ranks * t->shard.each;
+		double P = (double)t->model.reg.total;
+		resources_check("the model", model_bytes(&t->model, max_rows) +
+			4.0 * ((double)t->shard.len * optim_slots(cfg) + P *
+			       (1 + (c->rank ? 0 : STATE_KINDS))));
+	}
+	if (comm_user_errors(c))
+		return -1;
+	model_alloc(&t->model, be, max_rows);
+	if (agree_registry(&t->model.reg, c))
+		return -1;
+	size_t P = t->model.reg.total, T = t->model.reg.trainable;
+	optim_init(&t->optim, be, cfg, t->shard.len);
+	if (cfg->sync_bn)
+		model_sync_bn(&t->model, sum_over_ranks, c, cfg->batch);
+	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size);
+	float *init = xmalloc(sizeof(float) * P);
+	model_glorot(&t->model, cfg->seed, init);
+	be->copy_in(be, t->model.w, init, P * sizeof(float));
+	free(init);
+	c->ops->bcast(c, t->model.w, P, 0);
+	ema_init(&t->ema, be, t->model.w, T, P, cfg->ema_decay, cfg->ema_num_updates,
+		 c->rank == 0);
+	state_init(&t->state, be, &t->model.reg, &t->model.w, &t->ema.shadow, &t->optim,
+		   &t->shard, c->rank == 0);
+	eval_init(&t->evaluator, &t->eval, &t->model);
+	if (cfg->check_replicas)
+		t->replica_host = xmalloc(sizeof(float) * P);
+	fault_read(&t->fault);
+	return 0;
+}
+
+int trainer_setup(struct trainer *t)
+{
+	struct config *cfg = t->cfg;
+	struct comm *c = t->comm;
+	t->be = backend_select(cfg, c);
+	if (!t->be)
+		return -1;
+	/* Outputs are checked first, created last: nothing is written (the
+	 * default data's cache aside) unless the whole set-up succeeds. */
+	if (c->rank == 0)
+		paths_check_outputs(cfg);
+	if (comm_user_errors(c) || default_data_prepare(cfg, c) ||
+	    agree_load_data(cfg, c, &t->train, &t->eval, &t->has_eval))
+		return -1;
+	t->steps_per_epoch = t->train.n / cfg->batch;
+	t->total_steps = cfg->steps ? cfg->steps : (long)cfg->epochs * t->steps_per_epoch;
+	int local_max = (cfg->batch + c->size - 1) / c->size;
+	/* Evaluation batches need no more rows than this rank's eval slice. */
+	long eval_rows = t->eval.n < cfg->eval_batch ? t->eval.n : cfg->eval_batch;
+	if (build(t, local_max > eval_rows ? local_max : (int)eval_rows))
+		return -1;
+	t->config_text = config_to_text(cfg);
+	struct resume_run run = {cfg, t->config_text, t->train.n, t->steps_per_epoch};
+	if (state_resume(&t->state, &run, &t->at, c))
+		return -1;
+	t->last_ckpt_step = t->at.global_step;
+	/* Nothing is written before this point. */
+	if (c->rank == 0) {
+		int made = mkdir(cfg->ckpt_dir, 0777) == 0;
+		if (!made && errno != EEXIST)
+			user_error("--ckpt-dir %s: cannot create: %s", cfg->ckpt_dir, strerror(errno));
+		else if ((t->lock = ckpt_lock(cfg->ckpt_dir)) < 0 || metrics_open(cfg->metrics) ||
+			 tensorboard_open(cfg->tensorboard, t->at.global_step)) {
+			ckpt_unlock(cfg->ckpt_dir, t->lock);
+			t->lock = -1;
+			if (made)
+				rmdir(cfg->ckpt_dir); /* the run did not start: leave nothing */
+		}
+	}
+	if (comm_user_errors(c))
+		return -1;
+	long first, last;
+	config_timeline_steps(cfg, &first, &last);
+	timeline_init(cfg->timeline, first, last, c);
+	return 0;
+}
+
+void trainer_teardown(struct trainer *t)
+{
+	metrics_close();
+	tensorboard_close();
+	eval_free(&t->evaluator);
+	state_free(&t->state);
+	ema_free(&t->ema);
+	optim_free(&t->optim);
+	model_free(&t->model);
+	dataset_free(&t->train);
+	dataset_free(&t->eval);
+	loader_free(&t->loader);
+	free(t->config_text);
+	free(t->replica_host);
+	ckpt_unlock(t->cfg->ckpt_dir, t->lock);
+	backend_unselect(t->be, t->comm);
+}
