@@ -1,5 +1,5 @@
 /* Check macros for the CUDA runtime and cuBLAS, built like those of
- * src/check.h (NCCL's, the same shape, is in mpi/comm_nccl.c, its one
+ * base/check.h (NCCL's, the same shape, is in mpi/comm_nccl.c, its one
  * user): the failing call, file:line, rank, host and device, then MPI_Abort
  * of the whole job. */
 #pragma once

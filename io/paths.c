@@ -1,9 +1,7 @@
-/* The output path checks of paths.h. */
+/* The path checks and atomic file writes of paths.h. */
 #include "paths.h"
 #include "log.h"
 #include "mtrain.h"
-#include "ckpt.h"
-#include "config.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -65,39 +63,6 @@ int path_in_folder(const char *path, const char *dir)
 	else
 		snprintf(parent, sizeof(parent), ".");
 	return path_same_file(parent, dir);
-}
-
-/* The timeline is written whole at the end: it must not replace a file
- * the run reads or writes, nor sit among the checkpoints. */
-static int check_timeline(const struct config *cfg)
-{
-	const char *flag[5] = {"--data", "--eval-data", "--metrics", "--config", "--resume"};
-	int named = strcmp(cfg->resume, "auto") && strcmp(cfg->resume, "never");
-	const char *path[5] = {cfg->data, cfg->eval_data, cfg->metrics, cfg->config_file,
-			       named ? cfg->resume : ""};
-	for (int i = 0; i < 5; i++)
-		if (path_same_file(cfg->timeline, path[i]))
-			return user_error("--timeline %s: is also %s; it would be overwritten",
-					  cfg->timeline, flag[i]);
-	if (path_in_folder(cfg->timeline, cfg->ckpt_dir))
-		return user_error("--timeline %s: is in --ckpt-dir %s, which holds checkpoints only",
-				  cfg->timeline, cfg->ckpt_dir);
-	return 0;
-}
-
-int paths_check_outputs(const struct config *cfg)
-{
-	if (path_check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL) ||
-	    ckpt_check_names(cfg->ckpt_dir))
-		return -1;
-	if (cfg->metrics[0] && path_check_writable("--metrics", cfg->metrics, 0, cfg->ckpt_dir))
-		return -1;
-	if (cfg->tensorboard[0] && path_check_writable("--tensorboard", cfg->tensorboard, 1, NULL))
-		return -1;
-	if (cfg->timeline[0] && (path_check_writable("--timeline", cfg->timeline, 0, NULL) ||
-				 check_timeline(cfg)))
-		return -1;
-	return 0;
 }
 
 FILE *path_create_temp(const char *path, char *tmp, size_t len)

@@ -2,12 +2,8 @@
 #pragma once
 #include <stdio.h>
 
-#include "config.h"
+#include "mtrain.h"
 
-/* Every output cfg names (--ckpt-dir, --metrics, --tensorboard,
- * --timeline) can be written, and the timeline replaces no input or other
- * output. 0, or -1 with a user_error. */
-int paths_check_outputs(const struct config *cfg);
 /* Whether path (a folder when dir) exists writable, or could be created in
  * a writable parent or in new_dir (NULL: none), a folder this run will
  * create; flag names the option in the message (e.g. "--metrics"). 0, or

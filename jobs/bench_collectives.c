@@ -1,4 +1,4 @@
-/* The host data plane's collectives through the communicator (mpi/comm.h),
+/* The host data plane's collectives through the communicator (api/comm.h),
  * for a buffer of FLOATS values (default: the default model's 269,322
  * gradients), in the same run: one all-reduce (ZeRO 0's path), the
  * communicator's reduce-scatter then all-gather (ZeRO-1's: shared memory

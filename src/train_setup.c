@@ -30,6 +30,42 @@ static void sum_over_ranks(void *comm, float *buf, size_t n)
 	c->ops->allreduce_wait(c);
 }
 
+/* The timeline is written whole at the end: it must not replace a file
+ * the run reads or writes, nor sit among the checkpoints. */
+static int check_timeline(const struct config *cfg)
+{
+	const char *flag[5] = {"--data", "--eval-data", "--metrics", "--config", "--resume"};
+	int named = strcmp(cfg->resume, "auto") && strcmp(cfg->resume, "never");
+	const char *path[5] = {cfg->data, cfg->eval_data, cfg->metrics, cfg->config_file,
+			       named ? cfg->resume : ""};
+	for (int i = 0; i < 5; i++)
+		if (path_same_file(cfg->timeline, path[i]))
+			return user_error("--timeline %s: is also %s; it would be overwritten",
+					  cfg->timeline, flag[i]);
+	if (path_in_folder(cfg->timeline, cfg->ckpt_dir))
+		return user_error("--timeline %s: is in --ckpt-dir %s, which holds checkpoints only",
+				  cfg->timeline, cfg->ckpt_dir);
+	return 0;
+}
+
+/* Every output cfg names (--ckpt-dir, --metrics, --tensorboard,
+ * --timeline) can be written, and the timeline replaces no input or other
+ * output. 0, or -1 with a user_error. */
+static int check_outputs(const struct config *cfg)
+{
+	if (path_check_writable("--ckpt-dir", cfg->ckpt_dir, 1, NULL) ||
+	    ckpt_check_names(cfg->ckpt_dir))
+		return -1;
+	if (cfg->metrics[0] && path_check_writable("--metrics", cfg->metrics, 0, cfg->ckpt_dir))
+		return -1;
+	if (cfg->tensorboard[0] && path_check_writable("--tensorboard", cfg->tensorboard, 1, NULL))
+		return -1;
+	if (cfg->timeline[0] && (path_check_writable("--timeline", cfg->timeline, 0, NULL) ||
+				 check_timeline(cfg)))
+		return -1;
+	return 0;
+}
+
 /* The model, optimizer, EMA, checkpointed state and host buffers, for
  * batches of up to max_rows; initial weights are rank 0's, broadcast as
  * DDP does. 0, or -1 when the ranks' registries differ. */
@@ -100,7 +136,7 @@ int trainer_setup(struct trainer *t)
 	/* Outputs are checked first, created last: nothing is written (the
 	 * default data's cache aside) unless the whole set-up succeeds. */
 	if (c->rank == 0)
-		paths_check_outputs(cfg);
+		check_outputs(cfg);
 	if (comm_user_errors(c) || default_data_prepare(cfg, c) ||
 	    agree_load_data(cfg, c, &t->train, &t->eval, &t->has_eval))
 		return -1;
