@@ -4,8 +4,9 @@
 # one, started by the test), and the CUDA tests, which skip without a GPU.
 # Extra arguments go to ctest, e.g. tests/run.sh -L unit.
 #
-# MTRAIN_SANITIZE=ON tests/run.sh -L 'unit|mpi' runs them on the ASan + UBSan
-# build (./build-asan, CPU only) instead: any finding fails its test.
+# MTRAIN_SANITIZE=ON tests/run.sh -L '^(unit|mpi|io|cli|e2e)$' runs them on
+# the ASan + UBSan build (./build-asan, CPU only) instead: any finding fails
+# its test. README's "The two commands" lists the labels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MTRAIN_WERROR=ON jobs/setup.sh --tests
