@@ -1,13 +1,17 @@
 /* The communicator interface. The data plane (all-reduce, broadcast of
  * parameter-sized buffers in backend memory) goes through a table of function
- * pointers: MPI on host memory, NCCL on device memory. The control plane
- * (agreement on flags, small host reductions and broadcasts, abort) is always
- * MPI, whatever the data plane is. */
+ * pointers: MPI on host memory, NCCL on device memory; comm.c alone knows
+ * which planes a build has and picks one. The control plane (agreement on
+ * flags, small host reductions and broadcasts, abort) is always MPI,
+ * whatever the data plane is. */
 #pragma once
 #include <stddef.h>
 
 struct comm;
+struct backend;
 
+/* A data plane. Its file fills one of these; comm.c registers it with the
+ * memory it serves. */
 struct comm_ops {
 	const char *name; /* "mpi", "nccl" */
 	/* Starts buf (n) = sum of every rank's buf (n), in place, backend
@@ -18,7 +22,7 @@ struct comm_ops {
 	 * sees the sums. */
 	void (*allreduce_wait)(struct comm *c);
 	/* ZeRO-1's data plane, blocking, backend memory. buf holds n values
-	 * split as shard_plan (params.h) splits them over c->size ranks, each
+	 * split as shard_plan (shard.h) splits them over c->size ranks, each
 	 * per rank; it has room for size * each, zero past n.
 	 * reduce_scatter: this rank's shard of buf = its sum over every rank;
 	 * the rest of [0, n) is left undefined. */
@@ -28,8 +32,25 @@ struct comm_ops {
 	void (*allgather)(struct comm *c, float *buf, size_t n, size_t each);
 	/* buf (n) on every rank = buf (n) on root, backend memory. */
 	void (*bcast)(struct comm *c, float *buf, size_t n, int root);
-	/* Releases what the data plane holds; called by comm_finalize. */
+	/* Makes the plane's state for be's memory (be NULL: host memory,
+	 * before any backend) and sets c->zero_pays; collective. Returns the
+	 * state, which becomes c->impl; until then the plane in use serves. */
+	void *(*start)(struct comm *c, const struct backend *be);
+	/* Releases c->impl, the state start made. */
 	void (*release)(struct comm *c);
+};
+
+/* What a module above the communicator gives it to call back (a hook
+ * instead of an include): the timeline's spans around each data-plane
+ * collective. Each may be NULL (no timeline: nothing recorded). */
+struct comm_hooks {
+	/* Opens a span of phase (a string literal) now, in the step under way. */
+	void (*span_begin)(const char *phase);
+	/* Closes the span span_begin opened. */
+	void (*span_end)(void);
+	/* Whether the step under way is recorded (the NCCL plane then waits
+	 * for each all-reduce, so that its span is its own time). */
+	int (*recording)(void);
 };
 
 struct comm {
@@ -43,23 +64,22 @@ struct comm {
 	int zero_pays;  /* 1: reduce_scatter + allgather beat allreduce
 			 * (--zero auto): NCCL, or every rank on one node */
 	void *impl; /* the data plane's own state */
+	struct comm_hooks hooks; /* zero at comm_init; set by the trainer */
 };
 
-/* Starts MPI, fills rank/size/local rank/host with the MPI data plane.
- * Returns 0, or aborts through MPI_CHECK. */
+/* Starts MPI, fills rank/size/local rank/host with the data plane for
+ * host memory (MPI). Returns 0, or aborts through MPI_CHECK. */
 int comm_init(struct comm *c, int *argc, char ***argv);
 /* Releases the data plane and finalizes MPI. */
 void comm_finalize(struct comm *c);
-/* Switches the data plane to MPI on host memory (comm_init's choice),
- * releasing the one in use. */
-void comm_use_mpi(struct comm *c);
-struct backend;
-/* Switches the data plane to the one for be's memory (be->memory): NCCL
- * for CUDA memory (collective; waits give up after c->timeout seconds),
- * MPI for host memory. Returns 0. */
+/* Switches the data plane to the one for be's memory (be->memory; be
+ * NULL: host memory), releasing the one in use unless it is that one:
+ * NCCL for CUDA memory (collective; waits give up after c->timeout
+ * seconds), MPI for host memory. Returns 0. */
 int comm_attach_device(struct comm *c, const struct backend *be);
-/* Back to the MPI data plane, releasing a device one (before the backend
- * whose stream it uses is closed). Collective when one is attached. */
+/* Back to the data plane for host memory (MPI), releasing a device one
+ * (before the backend whose stream it uses is closed). Collective when
+ * one is attached. */
 void comm_detach_device(struct comm *c);
 
 /* Control plane, collective over every rank. */

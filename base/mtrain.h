@@ -6,6 +6,11 @@
 /* A path mtrain composes: a folder of up to PATH_LEN plus a file name. */
 #define FILE_PATH_LEN (PATH_LEN + 128)
 
+/* Every variable of the parameter registry, and every rank's shard of
+ * them under ZeRO-1, starts at a multiple of this many elements (vector
+ * alignment). */
+#define PARAM_ALIGN 16
+
 /* What a function that can meet bad input returns. */
 enum mt_rc {
 	RC_OK = 0,

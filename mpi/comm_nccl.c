@@ -7,9 +7,9 @@
  * operation, then MPI_Abort. No hang without a message. */
 #include "comm.h"
 #include "backend.h"
+#include "comm_plane.h"
 #include "cuda_check.h"
 #include "log.h"
-#include "timeline.h"
 #include "watchdog.h"
 
 #include <mpi.h>
@@ -102,10 +102,10 @@ static void nccl_allreduce_start(struct comm *c, float *buf, size_t n)
 	struct nccl_state *s = c->impl;
 	/* A step the timeline records: each all-reduce waited for, so its
 	 * span is its own time (not the compute before it). */
-	int traced = timeline_recording();
+	int traced = comm_span_recording(c);
 	if (traced) {
 		CUDA_CHECK(cudaStreamSynchronize(s->compute));
-		timeline_begin("allreduce");
+		comm_span_begin(c, "allreduce");
 	}
 	after_compute(s);
 	NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, s->comm, s->stream));
@@ -114,7 +114,7 @@ static void nccl_allreduce_start(struct comm *c, float *buf, size_t n)
 		watchdog_count(1);
 		wait_collectives(c, s, "all-reduce");
 		watchdog_count(0);
-		timeline_end();
+		comm_span_end(c);
 	}
 }
 
@@ -131,7 +131,7 @@ static void nccl_reduce_scatter(struct comm *c, float *buf, size_t n, size_t eac
 {
 	struct nccl_state *s = c->impl;
 	(void)n;
-	timeline_begin("reduce-scatter");
+	comm_span_begin(c, "reduce-scatter");
 	after_compute(s);
 	watchdog_count(1);
 	NCCL_CHECK(ncclReduceScatter(buf, buf + (size_t)c->rank * each, each, ncclFloat, ncclSum,
@@ -139,7 +139,7 @@ static void nccl_reduce_scatter(struct comm *c, float *buf, size_t n, size_t eac
 	settle(c, s, "reduce-scatter");
 	wait_collectives(c, s, "reduce-scatter");
 	watchdog_count(0);
-	timeline_end();
+	comm_span_end(c);
 }
 
 /* In place when the blocks fill n exactly; else (the last block is short,
@@ -157,7 +157,7 @@ static void nccl_allgather(struct comm *c, float *buf, size_t n, size_t each)
 		}
 		land = s->gathered;
 	}
-	timeline_begin("all-gather");
+	comm_span_begin(c, "all-gather");
 	after_compute(s);
 	watchdog_count(1);
 	NCCL_CHECK(ncclAllGather(buf + (size_t)c->rank * each, land + (size_t)c->rank * each, each,
@@ -168,7 +168,7 @@ static void nccl_allgather(struct comm *c, float *buf, size_t n, size_t each)
 					   s->stream));
 	wait_collectives(c, s, "all-gather");
 	watchdog_count(0);
-	timeline_end();
+	comm_span_end(c);
 }
 
 static void nccl_bcast(struct comm *c, float *buf, size_t n, int root)
@@ -197,24 +197,12 @@ static void nccl_release(struct comm *c)
 	CUDA_CHECK(cudaStreamDestroy(s->stream));
 	CUDA_CHECK(cudaFree(s->gathered));
 	free(s);
-	c->impl = NULL;
-	c->ops = NULL;
 }
 
-static const struct comm_ops nccl_ops = {
-	.name = "nccl",
-	.allreduce_start = nccl_allreduce_start,
-	.allreduce_wait = nccl_allreduce_wait,
-	.reduce_scatter = nccl_reduce_scatter,
-	.allgather = nccl_allgather,
-	.bcast = nccl_bcast,
-	.release = nccl_release,
-};
-
-int comm_attach_device(struct comm *c, const struct backend *be)
+/* One NCCL communicator over every rank's GPU, ordered against be's
+ * compute stream. */
+static void *nccl_start(struct comm *c, const struct backend *be)
 {
-	if (be->memory != BACKEND_CUDA)
-		return 0; /* host memory: MPI stays */
 	struct nccl_state *s = xcalloc(1, sizeof(*s));
 	s->compute = (cudaStream_t)be->stream(be);
 	ncclUniqueId id;
@@ -225,20 +213,21 @@ int comm_attach_device(struct comm *c, const struct backend *be)
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	config.blocking = 0;
 	NCCL_CHECK(ncclCommInitRankConfig(&s->comm, c->size, id, c->rank, &config));
-	if (c->ops)
-		c->ops->release(c); /* the MPI data plane's state */
-	c->impl = s;
 	settle(c, s, "communicator start-up");
 	CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
 	CUDA_CHECK(cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming));
 	CUDA_CHECK(cudaEventCreateWithFlags(&s->reduced, cudaEventDisableTiming));
-	c->ops = &nccl_ops;
 	c->zero_pays = 1;
-	return 0;
+	return s;
 }
 
-void comm_detach_device(struct comm *c)
-{
-	if (c->ops == &nccl_ops)
-		comm_use_mpi(c);
-}
+const struct comm_ops comm_nccl_plane = {
+	.name = "nccl",
+	.allreduce_start = nccl_allreduce_start,
+	.allreduce_wait = nccl_allreduce_wait,
+	.reduce_scatter = nccl_reduce_scatter,
+	.allgather = nccl_allgather,
+	.bcast = nccl_bcast,
+	.start = nccl_start,
+	.release = nccl_release,
+};

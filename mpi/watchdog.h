@@ -1,5 +1,5 @@
-/* The collective watchdog of the MPI communicator (comm_mpi.c) and its
- * roll call, used by the NCCL one too. Not for other modules. */
+/* The collective watchdog of the MPI communicator (comm_mpi.c, comm_host.c)
+ * and its roll call, used by the NCCL plane too. Not for other modules. */
 #pragma once
 #include <stddef.h>
 

@@ -10,18 +10,17 @@
 #include <stddef.h>
 
 #include "shape.h"
+#include "shard.h" /* the registry's split over ranks under ZeRO-1 */
 
 #define PARAM_NAME_LEN 96
 #define PARAM_MAX 64
-/* Every variable starts at a multiple of this many elements (vector
- * alignment); the gaps are zero. */
-#define PARAM_ALIGN 16
 
 struct param {
 	char name[PARAM_NAME_LEN]; /* e.g. "dense_1/kernel" */
 	int ndim;                  /* 1 to SHAPE_MAX_RANK */
 	long shape[SHAPE_MAX_RANK]; /* e.g. {256, 256}, {3, 3, 1, 32}; 0 past ndim */
-	size_t offset;             /* first element in the flat buffer */
+	size_t offset;             /* first element in the flat buffer, a multiple
+				    * of PARAM_ALIGN (mtrain.h); gaps are zero */
 	size_t size;               /* elements, shape_cells(ndim, shape) */
 	int trainable;             /* 1, or 0 for a non-trainable variable */
 };
@@ -55,18 +54,3 @@ void params_slot_name(const char *var, const char *suffix, char *buf, size_t len
 /* Keras' name for the i-th layer (from 0) named kind: "dense", "dense_1",
  * "conv2d_2", ... */
 void params_layer_name(const char *kind, int i, char *buf, size_t len);
-
-/* ZeRO-1's split of the trainable values [0, T) over ranks: rank r owns
- * [r * each, r * each + len). each is a multiple of PARAM_ALIGN, so every
- * rank's block of a buffer of ranks * each values (the padded length the
- * collectives see: NCCL's blocks are equal) starts aligned. */
-struct shard {
-	size_t total;  /* T, e.g. 269322 */
-	size_t each;   /* per rank, e.g. 134672 on 2 ranks */
-	size_t first;  /* this rank's first value, rank * each (T when none) */
-	size_t len;    /* its values: each, fewer or none at the end */
-	int ranks;     /* split over, e.g. 2; 1: unsharded (the whole) */
-};
-
-/* rank's shard of total values split over ranks (ranks 1: the whole). */
-void shard_plan(struct shard *s, size_t total, int rank, int ranks);

@@ -41,6 +41,11 @@ void timeline_init(const char *path, long first, long last, struct comm *c)
 	g_tl.spans = xcalloc(TIMELINE_MAX, sizeof(*g_tl.spans));
 	comm_barrier(c);
 	g_tl.origin = log_now();
+	/* The communicator records its collectives through these (mpi/ does
+	 * not include the timeline). */
+	c->hooks = (struct comm_hooks){.span_begin = timeline_begin,
+				       .span_end = timeline_end,
+				       .recording = timeline_recording};
 }
 
 int timeline_wants(long step)
@@ -123,5 +128,6 @@ int timeline_write(struct comm *c)
 	free(mine);
 	free(g_tl.spans);
 	g_tl.spans = NULL;
+	c->hooks = (struct comm_hooks){0}; /* nothing more is recorded */
 	return failed ? -1 : 0;
 }

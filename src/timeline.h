@@ -7,9 +7,10 @@
 #include "comm.h"
 
 /* Starts recording steps first..last (global steps, inclusive; last < 0:
- * to the end) into a buffer taken now. Collective: the ranks' clocks are
- * aligned at a barrier. path NULL or "": no timeline (every call below is
- * then a no-op). */
+ * to the end) into a buffer taken now, and gives c its hooks (comm.h) to
+ * record its collectives. Collective: the ranks' clocks are aligned at a
+ * barrier. path NULL or "": no timeline (every call below is then a
+ * no-op). */
 void timeline_init(const char *path, long first, long last, struct comm *c);
 /* Whether step is recorded (the caller then waits for the backend at each
  * phase boundary, so spans are exact on a GPU too). */
@@ -22,7 +23,8 @@ void timeline_at(long step);
  * during step. */
 void timeline_span(const char *phase, double t0, double t1, long step);
 /* Opens and closes a span at log_now(), for code that does not know the
- * step (the communicator): it belongs to the step under way. */
+ * step (the communicator, through its hooks): it belongs to the step under
+ * way. */
 void timeline_begin(const char *phase);
 void timeline_end(void);
 /* Gathers every rank's spans and rank 0 writes the file. Collective. 0, or
