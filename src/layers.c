@@ -1,26 +1,14 @@
-/* The layer table of layers.h: one struct layer_ops per kind. */
+/* The layer table of layers.h: one struct layer_ops per kind (batchnorm's
+ * ops in layer_bn.c). */
 #include "layers.h"
 #include "backend.h"
+#include "layer_ops.h"
 #include "check.h"
 #include "rng.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-struct layer_ops {
-	const char *keras; /* the name its variables take, NULL: none */
-	int (*shape)(struct layer *l, int classes, char *why, size_t len);
-	void (*vars)(struct layer *l, struct params *reg, const char *name, int trainable);
-	void (*init)(const struct layer *l, struct rng *r, float *host_w);
-	void (*forward)(struct layer *l, const struct layer_ctx *c);
-	void (*backward)(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
-	double (*flops)(const struct layer *l);
-	void (*update_state)(struct layer *l, const struct layer_ctx *c);
-	int in_place;  /* backward may write dx over dy */
-	int alias;     /* its output is its input: no buffer, no forward */
-	int fuses_act; /* applies an activation right after it in its own pass */
-};
 
 static void set_flat(int *shape, size_t d)
 {
@@ -34,13 +22,6 @@ static void bias_and_act(struct layer *l, const struct layer_ctx *c, int rows, i
 {
 	c->be->bias_act(c->be, l->act >= 0 ? c->act_y : NULL, l->y, c->w[1], rows, cols,
 			l->act >= 0 ? (enum act_kind)l->act : ACT_RELU);
-}
-
-/* l's trainable variables' gradients, g[0] to g[last] + n, are final. */
-static void grads_ready(const struct layer_ctx *c, int last, size_t n)
-{
-	if (c->ready)
-		c->ready(c->ready_ctx, c->g[0], (size_t)(c->g[last] - c->g[0]) + n);
 }
 
 /* dense: y (R,O) = x (R,I) @ kernel (I,O) + bias (O), on the flattened row. */
@@ -100,7 +81,7 @@ static void dense_backward(struct layer *l, const struct layer_ctx *c, const flo
 	int in = (int)l->in_size, out = (int)l->out_size;
 	be->matmul(be, c->g[0], c->x, dy, in, out, c->rows, 1, 0, 0.0f);
 	be->bias_grad(be, c->g[1], dy, c->rows, out);
-	grads_ready(c, 1, l->out_size);
+	layer_grads_ready(c, 1, l->out_size);
 	if (dx)
 		be->matmul(be, dx, dy, c->w[0], c->rows, in, out, 0, 1, 0.0f);
 }
@@ -251,7 +232,7 @@ static void conv_backward(struct layer *l, const struct layer_ctx *c, const floa
 	be->im2col(be, c->cols, c->x, c->rows, &l->win); /* recomputed: one buffer serves all */
 	be->matmul(be, c->g[0], c->cols, dy, k, f, positions, 1, 0, 0.0f);
 	be->bias_grad(be, c->g[1], dy, positions, f);
-	grads_ready(c, 1, (size_t)f);
+	layer_grads_ready(c, 1, (size_t)f);
 	if (!dx)
 		return;
 	be->matmul(be, c->cols, dy, c->w[0], positions, k, f, 0, 1, 0.0f);
@@ -295,111 +276,6 @@ static double pool_flops(const struct layer *l)
 	return (double)l->out_size * l->win.kh * l->win.kw;
 }
 
-/* batchnorm: over the last axis (channels), Keras' defaults. While
- * training, each channel is normalised with the mean and (biased) variance
- * of its values in the batch: this rank's rows, or with c->sum (--sync-bn)
- * every rank's; evaluating, with the moving statistics. After each step
- * taken the moving statistics follow the batch's: moving = momentum *
- * moving + (1 - momentum) * batch, the variance's Bessel-corrected (as
- * PyTorch and Keras' fused kernel do). */
-#define BN_MOMENTUM 0.99f
-#define BN_EPSILON 1e-3f
-
-enum { BN_GAMMA, BN_BETA, BN_MOVING_MEAN, BN_MOVING_VAR };
-
-static int bn_shape(struct layer *l, int classes, char *why, size_t len)
-{
-	memcpy(l->out, l->in, sizeof(l->out));
-	l->aux_size = 5 * (size_t)l->in[2];
-	return 0;
-}
-
-static const char *const bn_suffix[] = {"gamma", "beta", "moving_mean", "moving_variance"};
-
-static void bn_vars(struct layer *l, struct params *reg, const char *name, int trainable)
-{
-	const char *const *suffix = bn_suffix;
-	long dims[1] = {l->in[2]};
-	for (int i = trainable ? BN_GAMMA : BN_MOVING_MEAN; i < (trainable ? 2 : 4); i++) {
-		char full[PARAM_NAME_LEN];
-		snprintf(full, sizeof(full), "%s/%s", name, suffix[i]);
-		l->var[i] = trainable ? params_add(reg, full, 1, dims)
-				      : params_add_state(reg, full, 1, dims);
-	}
-	l->n_vars = trainable ? 2 : 4;
-}
-
-static void bn_init(const struct layer *l, struct rng *r, float *host_w)
-{
-	for (int j = 0; j < l->in[2]; j++)
-		host_w[l->var[BN_GAMMA] + j] = host_w[l->var[BN_MOVING_VAR] + j] = 1.0f;
-}
-
-/* The values each channel's statistics are over: this rank's positions, or
- * the global batch's under --sync-bn. */
-static double bn_count(const struct layer *l, const struct layer_ctx *c, int rows)
-{
-	double per_row = (double)l->in[0] * l->in[1];
-	return per_row * (c->sum ? (double)c->global_rows : (double)rows);
-}
-
-static void bn_forward(struct layer *l, const struct layer_ctx *c)
-{
-	const struct backend *be = c->be;
-	int C = l->in[2], R = c->rows * l->in[0] * l->in[1];
-	float *const *w = c->w;
-	float *mean = l->aux, *var = l->aux + C;
-	if (!c->training) {
-		be->bn_forward(be, l->y, c->x, w[BN_MOVING_MEAN], w[BN_MOVING_VAR], w[BN_GAMMA],
-			       w[BN_BETA], R, C, BN_EPSILON);
-		return;
-	}
-	/* Two passes (the mean, then the squares about it): exact where a
-	 * sum of squares less the squared sum would cancel. */
-	float inv_n = (float)(1.0 / bn_count(l, c, c->rows));
-	be->col_moment(be, mean, c->x, NULL, R, C, inv_n);
-	if (c->sum)
-		c->sum(c->sum_ctx, mean, (size_t)C);
-	be->col_moment(be, var, c->x, mean, R, C, inv_n);
-	if (c->sum)
-		c->sum(c->sum_ctx, var, (size_t)C);
-	be->bn_forward(be, l->y, c->x, mean, var, w[BN_GAMMA], w[BN_BETA], R, C, BN_EPSILON);
-	l->aux_rows = c->rows;
-}
-
-static void bn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
-{
-	const struct backend *be = c->be;
-	int C = l->in[2], R = c->rows * l->in[0] * l->in[1];
-	float *mean = l->aux, *var = l->aux + C, *sums = l->aux + 2 * C;
-	be->bn_backward_sums(be, sums, dy, c->x, mean, var, R, C, BN_EPSILON);
-	be->copy(be, c->g[BN_GAMMA], sums, sizeof(float) * (size_t)C);
-	be->copy(be, c->g[BN_BETA], sums + C, sizeof(float) * (size_t)C);
-	grads_ready(c, BN_BETA, (size_t)C);
-	if (!dx)
-		return;
-	if (c->sum) /* the global batch's sums: every rank's values moved its mean */
-		c->sum(c->sum_ctx, sums, 2 * (size_t)C);
-	be->bn_backward(be, dx, dy, c->x, mean, var, c->w[BN_GAMMA], sums, R, C, BN_EPSILON,
-			(float)(1.0 / bn_count(l, c, c->rows)));
-}
-
-static void bn_update_state(struct layer *l, const struct layer_ctx *c)
-{
-	const struct backend *be = c->be;
-	int C = l->in[2];
-	float *mean = l->aux, *var = l->aux + C, *unbiased = l->aux + 4 * C;
-	double n = bn_count(l, c, l->aux_rows);
-	be->ema_update(be, c->w[BN_MOVING_MEAN], mean, (size_t)C, BN_MOMENTUM);
-	be->copy(be, unbiased, var, sizeof(float) * (size_t)C);
-	be->scale(be, unbiased, (size_t)C, n > 1.0 ? (float)(n / (n - 1.0)) : 1.0f);
-	be->ema_update(be, c->w[BN_MOVING_VAR], unbiased, (size_t)C, BN_MOMENTUM);
-}
-
-/* Counted as 4 per value: the two passes of statistics and the normalising
- * multiply-add. */
-static double bn_flops(const struct layer *l) { return 4.0 * (double)l->in_size; }
-
 /* The pools' entry and every activation's: the same ops, the kind read
  * from the spec. */
 #define POOL_ENTRY                                                             \
@@ -423,9 +299,11 @@ static const struct layer_ops table[] = {
 			   .in_place = 1, .alias = 1},
 	[LAYER_DROPOUT] = {.shape = same_shape, .forward = dropout_forward,
 			   .backward = dropout_backward, .flops = no_flops, .in_place = 1},
-	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = bn_shape, .vars = bn_vars,
-			     .init = bn_init, .forward = bn_forward, .backward = bn_backward,
-			     .flops = bn_flops, .update_state = bn_update_state, .in_place = 1},
+	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = layer_bn_shape,
+			     .vars = layer_bn_vars, .init = layer_bn_init,
+			     .forward = layer_bn_forward, .backward = layer_bn_backward,
+			     .flops = layer_bn_flops, .update_state = layer_bn_update_state,
+			     .in_place = 1},
 	ACT_KINDS(ACT_ENTRY)
 };
 #undef POOL_ENTRY
@@ -491,10 +369,3 @@ void layer_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
 int layer_in_place(const struct layer *l) { return table[l->spec.kind].in_place; }
 
 double layer_flops(const struct layer *l) { return table[l->spec.kind].flops(l); }
-
-int layer_var_is_state(const char *name)
-{
-	const char *last = strrchr(name, '/');
-	last = last ? last + 1 : name;
-	return !strcmp(last, bn_suffix[BN_MOVING_MEAN]) || !strcmp(last, bn_suffix[BN_MOVING_VAR]);
-}
