@@ -5,11 +5,15 @@
 #pragma once
 #include <stddef.h>
 
-/* X(id, name) */
+/* X(id, name): the element-wise activations (--activation), each also a
+ * layer kind of --model by its name (layer_spec.h appends this list to its
+ * own). A new activation is one row here and its formula in act_fwd and
+ * act_bwd (mathfn.h), which the CPU loops and the CUDA kernels both call. */
 #define ACT_KINDS(X)                                                           \
 	X(ACT_RELU, "relu")                                                    \
 	X(ACT_GELU, "gelu")                                                    \
-	X(ACT_TANH, "tanh")
+	X(ACT_TANH, "tanh")                                                    \
+	X(ACT_SILU, "silu")
 
 /* X(id, name, slots, first slot suffix, second slot suffix, default weight
  * decay). Slots are TF's names: "<var>/Momentum", "<var>/Adam" (first
@@ -50,6 +54,9 @@
 
 #define KIND_ID(id, ...) id,
 enum act_kind { ACT_KINDS(KIND_ID) };
+#define ACT_ONE(...) +1
+enum { ACT_COUNT = 0 ACT_KINDS(ACT_ONE) }; /* outside the enum: a switch lists every kind */
+#undef ACT_ONE
 enum optim_kind { OPTIM_KINDS(KIND_ID) };
 enum device_kind { DEVICE_KINDS(KIND_ID) };
 enum precision { PRECISION_KINDS(KIND_ID) };

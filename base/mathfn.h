@@ -196,14 +196,18 @@ MT_FN float bn_dx(float dy, float xhat, float gamma, float invstd, float dgamma,
 	return gamma * invstd * (dy - (dbeta + xhat * dgamma) * inv_n);
 }
 
-/* act(x): relu, gelu (exact, erf form as in PyTorch), tanh. */
+/* act(x): relu, gelu (exact, erf form as in PyTorch), tanh, silu (x *
+ * sigmoid(x), PyTorch's nn.SiLU). No default: -Wswitch stops the build
+ * when a kind of ACT_KINDS has no case. */
 MT_FN float act_fwd(enum act_kind act, float x)
 {
 	switch (act) {
 	case ACT_RELU: return x > 0.0f ? x : 0.0f;
 	case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-	default: return tanhf(x);
+	case ACT_TANH: return tanhf(x);
+	case ACT_SILU: return x / (1.0f + expf(-x));
 	}
+	return NAN; /* not a kind: loud in the loss */
 }
 
 /* d act(x) / dx * dy. */
@@ -216,11 +220,16 @@ MT_FN float act_bwd(enum act_kind act, float x, float dy)
 		float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
 		return dy * (cdf + x * pdf);
 	}
-	default: {
+	case ACT_TANH: {
 		float t = tanhf(x);
 		return dy * (1.0f - t * t);
 	}
+	case ACT_SILU: {
+		float s = 1.0f / (1.0f + expf(-x));
+		return dy * s * (1.0f + x * (1.0f - s));
 	}
+	}
+	return NAN;
 }
 
 /* Softmax cross-entropy of one row of logits l (C) against class y: returns

@@ -114,28 +114,25 @@ static void gemms_free(struct gemm *list, int n)
  * the dx choice and the order are model.c's, so the gradients match. */
 static void step_layers(struct model *m, int rows, struct times *t, int r)
 {
-	const float *in = m->x;
 	for (int i = 0; i < m->n_layers; i++) {
 		g_mm_s = 0;
 		double t0 = bench_now();
-		layer_forward(m, &m->layer[i], in, rows, 1);
+		model_layer_forward(m, i, rows, 1);
 		t->fwd[r][i] = bench_now() - t0;
 		t->mm_fwd[r][i] = g_mm_s;
-		in = m->layer[i].y;
 	}
+	const float *logits = m->layer[m->n_layers - 1].y;
 	double t0 = bench_now();
-	m->be->xent(m->be, m->dlogits, m->stats, in, m->y, rows, m->classes, 1.0f / (float)rows);
+	m->be->xent(m->be, m->dlogits, m->stats, logits, m->y, rows, m->classes, 1.0f / (float)rows);
 	t->loss[r] = bench_now() - t0;
 
 	const float *dy = m->dlogits;
 	int next = 0;
 	for (int i = m->n_layers - 1; i >= 0; i--) {
-		struct layer *l = &m->layer[i];
-		const float *x = i ? m->layer[i - 1].y : m->x;
-		float *dx = model_dx(m, l, dy, &next);
+		float *dx = model_dx(m, &m->layer[i], dy, &next);
 		g_mm_s = 0;
 		t0 = bench_now();
-		layer_backward(m, l, x, dy, dx, rows);
+		model_layer_backward(m, i, rows, dy, dx, NULL, NULL);
 		t->bwd[r][i] = bench_now() - t0;
 		t->mm_bwd[r][i] = g_mm_s;
 		if (!dx) {
@@ -220,7 +217,7 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 	/* The reference: the model's own forward and backward. */
 	float st[2];
 	model_take_stats(&m, st);
-	model_forward(&m, rows, 1.0f / (float)rows);
+	model_forward(&m, rows, 1, 1.0f / (float)rows);
 	model_backward(&m, rows, NULL, NULL);
 	model_take_stats(&m, st);
 	float loss_ref = st[0];
@@ -249,7 +246,7 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 			t->gemm[r][i] = bench_now() - t0;
 		}
 		double t0 = bench_now();
-		model_forward(&m, rows, 1.0f / (float)rows);
+		model_forward(&m, rows, 1, 1.0f / (float)rows);
 		model_backward(&m, rows, NULL, NULL);
 		t->step[r] = bench_now() - t0;
 	}

@@ -33,7 +33,7 @@ void eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[
 		int rows = (int)(d->n - begin < m->max_rows ? d->n - begin : m->max_rows);
 		dataset_rows(d, begin, rows, ev->host_x, ev->host_y);
 		model_set_batch(m, ev->host_x, ev->host_y, rows);
-		model_forward(m, rows, 0.0f);
+		model_forward(m, rows, 0, 0.0f);
 	}
 	model_take_stats(m, stats);
 	m->be->copy_in(m->be, m->stats, before, sizeof(before));

@@ -9,26 +9,26 @@
 #include <string.h>
 
 #define LAYER_NAME(id, name, ...) name,
-const char *const layer_names[] = {LAYER_KINDS(LAYER_NAME) NULL};
+#define ACT_NAME(id, name) name,
+const char *const layer_names[] = {LAYER_KINDS(LAYER_NAME) ACT_KINDS(ACT_NAME) NULL};
 #undef LAYER_NAME
-#define LAYER_ARGS(id, name, lo, hi) {lo, hi},
-static const int layer_args[][2] = {LAYER_KINDS(LAYER_ARGS)};
+#define LAYER_ARGS(id, name, lo, hi, usage) {lo, hi},
+#define ACT_ARGS(id, name) {0, 0},
+static const int layer_args[][2] = {LAYER_KINDS(LAYER_ARGS) ACT_KINDS(ACT_ARGS)};
 #undef LAYER_ARGS
-
+#undef ACT_ARGS
 /* What each kind's arguments are, for error lines. */
-static const char *const layer_usage[] = {
-	[LAYER_DENSE] = "dense[:UNITS]",
-	[LAYER_CONV2D] = "conv2d:FILTERS:KERNEL[:STRIDE[:same|valid]]",
-	[LAYER_MAXPOOL2D] = "maxpool2d:SIZE[:STRIDE]",
-	[LAYER_AVGPOOL2D] = "avgpool2d:SIZE[:STRIDE]",
-	[LAYER_GLOBALAVGPOOL] = "globalavgpool",
-	[LAYER_FLATTEN] = "flatten",
-	[LAYER_DROPOUT] = "dropout:RATE",
-	[LAYER_BATCHNORM] = "batchnorm",
-	[LAYER_RELU] = "relu",
-	[LAYER_GELU] = "gelu",
-	[LAYER_TANH] = "tanh",
-};
+#define LAYER_USAGE(id, name, lo, hi, usage) usage,
+static const char *const layer_usage[] = {LAYER_KINDS(LAYER_USAGE) ACT_KINDS(ACT_NAME)};
+#undef LAYER_USAGE
+#undef ACT_NAME
+
+_Static_assert(sizeof(layer_names) / sizeof(*layer_names) == LAYER_KIND_COUNT + 1,
+	       "a name for every layer kind");
+_Static_assert(sizeof(layer_args) / sizeof(*layer_args) == LAYER_KIND_COUNT,
+	       "arguments for every layer kind");
+_Static_assert(sizeof(layer_usage) / sizeof(*layer_usage) == LAYER_KIND_COUNT,
+	       "a usage for every layer kind");
 
 /* An integer argument in [1, hi]: 0, or -1. */
 static int int_arg(const char *s, int hi, int *out)
@@ -133,13 +133,10 @@ int layer_spec_parse(const char *desc, const char *what, struct layer_spec *spec
 int layer_spec_mlp(const int *hidden, int n_hidden, enum act_kind act, struct layer_spec *spec,
 		   int max)
 {
-	static const enum layer_kind act_layer[] = {[ACT_RELU] = LAYER_RELU,
-						    [ACT_GELU] = LAYER_GELU,
-						    [ACT_TANH] = LAYER_TANH};
 	int n = 0;
 	for (int i = 0; i < n_hidden && n + 3 <= max; i++) {
 		spec[n++] = (struct layer_spec){.kind = LAYER_DENSE, .units = hidden[i]};
-		spec[n++] = (struct layer_spec){.kind = act_layer[act]};
+		spec[n++] = (struct layer_spec){.kind = LAYER_OF_ACT(act)};
 	}
 	spec[n++] = (struct layer_spec){.kind = LAYER_DENSE};
 	return n;
@@ -179,10 +176,5 @@ const char *layer_spec_text(const struct layer_spec *spec, int n, char *buf, siz
 
 int layer_spec_act(const struct layer_spec *s)
 {
-	switch (s->kind) {
-	case LAYER_RELU: return ACT_RELU;
-	case LAYER_GELU: return ACT_GELU;
-	case LAYER_TANH: return ACT_TANH;
-	default: return -1;
-	}
+	return s->kind >= LAYER_ACT && s->kind < LAYER_KIND_COUNT ? (int)(s->kind - LAYER_ACT) : -1;
 }

@@ -1,12 +1,8 @@
 /* The model description users give (--model, or `model = ...` in a
  * --config file): comma-separated layers, each a kind's word and its
- * colon-separated arguments, with Keras' names and defaults:
- *
- *   conv2d:FILTERS:KERNEL[:STRIDE[:same|valid]]   stride 1, same
- *   maxpool2d:SIZE[:STRIDE]  avgpool2d:SIZE[:STRIDE]   stride = size
- *   dense[:UNITS]            no UNITS: the number of classes (last layer)
- *   dropout:RATE             0 <= RATE < 1
- *   batchnorm flatten globalavgpool relu gelu tanh
+ * colon-separated arguments, with Keras' names and defaults: the rows of
+ * LAYER_KINDS below, then each activation of kinds.h's ACT_KINDS by its
+ * name (relu, gelu, ...), which takes no arguments.
  *
  * e.g. "conv2d:32:3,batchnorm,relu,maxpool2d:2,flatten,dense:128,relu,
  * dropout:0.3,dense". --layers 256,256 is the shorthand for
@@ -19,24 +15,35 @@
 #define LAYER_SPEC_MAX 64
 #define LAYER_UNITS_MAX 65536
 
-/* X(id, name, arguments at least, at most) */
+/* X(id, name, arguments at least, at most, usage for error lines), each
+ * row's defaults beside it. The activations follow as kinds of their own,
+ * one per row of ACT_KINDS: LAYER_ACT + ACT_GELU is gelu's layer. */
 #define LAYER_KINDS(X)                                                         \
-	X(LAYER_DENSE, "dense", 0, 1)                                          \
-	X(LAYER_CONV2D, "conv2d", 2, 4)                                        \
-	X(LAYER_MAXPOOL2D, "maxpool2d", 1, 2)                                  \
-	X(LAYER_AVGPOOL2D, "avgpool2d", 1, 2)                                  \
-	X(LAYER_GLOBALAVGPOOL, "globalavgpool", 0, 0)                          \
-	X(LAYER_FLATTEN, "flatten", 0, 0)                                      \
-	X(LAYER_DROPOUT, "dropout", 1, 1)                                      \
-	X(LAYER_BATCHNORM, "batchnorm", 0, 0)                                  \
-	X(LAYER_RELU, "relu", 0, 0)                                            \
-	X(LAYER_GELU, "gelu", 0, 0)                                            \
-	X(LAYER_TANH, "tanh", 0, 0)
+	/* no UNITS: the number of classes (the last layer) */                \
+	X(LAYER_DENSE, "dense", 0, 1, "dense[:UNITS]")                         \
+	/* stride 1, same */                                                   \
+	X(LAYER_CONV2D, "conv2d", 2, 4, "conv2d:FILTERS:KERNEL[:STRIDE[:same|valid]]") \
+	/* stride = size */                                                    \
+	X(LAYER_MAXPOOL2D, "maxpool2d", 1, 2, "maxpool2d:SIZE[:STRIDE]")       \
+	X(LAYER_AVGPOOL2D, "avgpool2d", 1, 2, "avgpool2d:SIZE[:STRIDE]")       \
+	X(LAYER_GLOBALAVGPOOL, "globalavgpool", 0, 0, "globalavgpool")         \
+	X(LAYER_FLATTEN, "flatten", 0, 0, "flatten")                           \
+	/* 0 <= RATE < 1 */                                                    \
+	X(LAYER_DROPOUT, "dropout", 1, 1, "dropout:RATE")                      \
+	X(LAYER_BATCHNORM, "batchnorm", 0, 0, "batchnorm")
 
 #define LAYER_ID(id, ...) id,
-enum layer_kind { LAYER_KINDS(LAYER_ID) LAYER_KIND_COUNT };
+enum layer_kind {
+	LAYER_KINDS(LAYER_ID)
+	LAYER_ACT, /* the first activation's: LAYER_ACT + act for each act_kind */
+	LAYER_KIND_COUNT = LAYER_ACT + ACT_COUNT
+};
 #undef LAYER_ID
 
+/* The layer kind of activation act. */
+#define LAYER_OF_ACT(act) ((enum layer_kind)(LAYER_ACT + (int)(act)))
+
+/* Each kind's word in enum order, the activations' last, NULL-terminated. */
 extern const char *const layer_names[];
 
 /* One layer as described: its kind and arguments (0 where the kind has

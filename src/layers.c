@@ -1,24 +1,14 @@
-/* The layer table of layers.h: one struct layer_ops per kind. */
+/* The layer table of layers.h: one struct layer_ops per kind (batchnorm's
+ * ops in layer_bn.c). */
 #include "layers.h"
-#include "model.h"
+#include "backend.h"
+#include "layer_ops.h"
+#include "check.h"
 #include "rng.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-struct layer_ops {
-	const char *keras; /* the name its variables take, NULL: none */
-	int (*shape)(struct layer *l, int classes, char *why, size_t len);
-	void (*vars)(struct layer *l, struct params *reg, const char *name, int trainable);
-	void (*init)(const struct layer *l, struct rng *r, float *host_w);
-	void (*forward)(struct model *m, struct layer *l, const float *x, int rows, int train);
-	void (*backward)(struct model *m, struct layer *l, const float *x, const float *dy,
-			 float *dx, int rows);
-	double (*flops)(const struct layer *l);
-	void (*update_state)(struct model *m, struct layer *l);
-	int in_place; /* backward may write dx over dy; output may alias input */
-};
 
 static void set_flat(int *shape, size_t d)
 {
@@ -26,14 +16,12 @@ static void set_flat(int *shape, size_t d)
 	shape[2] = (int)d;
 }
 
-/* z (rows, cols) += bias, and the activation right after l, if it is fused
- * into l, into that layer's output in the same pass. */
-static void bias_and_fused_act(struct model *m, struct layer *l, int rows, int cols)
+/* z (rows, cols) = l->y += bias, and the activation l applies (l->act), if
+ * any, into c->act_y in the same pass. */
+static void bias_and_act(struct layer *l, const struct layer_ctx *c, int rows, int cols)
 {
-	const struct layer *next = l + 1 < m->layer + m->n_layers ? l + 1 : NULL;
-	int act = next && next->fused ? layer_spec_act(&next->spec) : -1;
-	m->be->bias_act(m->be, act >= 0 ? next->y : NULL, l->y, m->w + l->var[1], rows, cols,
-			act >= 0 ? (enum act_kind)act : ACT_RELU);
+	c->be->bias_act(c->be, l->act >= 0 ? c->act_y : NULL, l->y, c->w[1], rows, cols,
+			l->act >= 0 ? (enum act_kind)l->act : ACT_RELU);
 }
 
 /* dense: y (R,O) = x (R,I) @ kernel (I,O) + bias (O), on the flattened row. */
@@ -79,24 +67,23 @@ static void dense_init(const struct layer *l, struct rng *r, float *host_w)
 	glorot_kernel(l, r, host_w, l->in_size * l->out_size, l->in_size, l->out_size);
 }
 
-static void dense_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+static void dense_forward(struct layer *l, const struct layer_ctx *c)
 {
-	const struct backend *be = m->be;
+	const struct backend *be = c->be;
 	int in = (int)l->in_size, out = (int)l->out_size;
-	be->matmul(be, l->y, x, m->w + l->var[0], rows, out, in, 0, 0, 0.0f);
-	bias_and_fused_act(m, l, rows, out);
+	be->matmul(be, l->y, c->x, c->w[0], c->rows, out, in, 0, 0, 0.0f);
+	bias_and_act(l, c, c->rows, out);
 }
 
-static void dense_backward(struct model *m, struct layer *l, const float *x, const float *dy,
-			   float *dx, int rows)
+static void dense_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
-	const struct backend *be = m->be;
+	const struct backend *be = c->be;
 	int in = (int)l->in_size, out = (int)l->out_size;
-	be->matmul(be, m->g + l->var[0], x, dy, in, out, rows, 1, 0, 0.0f);
-	be->bias_grad(be, m->g + l->var[1], dy, rows, out);
-	model_grad_ready(m, l->var[0], l->var[1] + l->out_size - l->var[0]);
+	be->matmul(be, c->g[0], c->x, dy, in, out, c->rows, 1, 0, 0.0f);
+	be->bias_grad(be, c->g[1], dy, c->rows, out);
+	layer_grads_ready(c, 1, l->out_size);
 	if (dx)
-		be->matmul(be, dx, dy, m->w + l->var[0], rows, in, out, 0, 1, 0.0f);
+		be->matmul(be, dx, dy, c->w[0], c->rows, in, out, 0, 1, 0.0f);
 }
 
 static double dense_flops(const struct layer *l)
@@ -104,25 +91,25 @@ static double dense_flops(const struct layer *l)
 	return 2.0 * (double)l->in_size * (double)l->out_size;
 }
 
-/* relu, gelu, tanh: y = act(x), element-wise, any shape. */
+/* The activations (relu, gelu, ...): y = act(x), element-wise, any
+ * shape; nothing to do forward when the layer before applies it. */
 static int same_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	memcpy(l->out, l->in, sizeof(l->out));
 	return 0;
 }
 
-static void act_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+static void act_forward(struct layer *l, const struct layer_ctx *c)
 {
 	if (!l->fused)
-		m->be->act_forward(m->be, l->y, x, (size_t)rows * l->out_size,
+		c->be->act_forward(c->be, l->y, c->x, (size_t)c->rows * l->out_size,
 				   (enum act_kind)layer_spec_act(&l->spec));
 }
 
-static void act_backward(struct model *m, struct layer *l, const float *x, const float *dy,
-			 float *dx, int rows)
+static void act_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
 	if (dx)
-		m->be->act_backward(m->be, dx, dy, x, (size_t)rows * l->out_size,
+		c->be->act_backward(c->be, dx, dy, c->x, (size_t)c->rows * l->out_size,
 				    (enum act_kind)layer_spec_act(&l->spec));
 }
 
@@ -133,42 +120,37 @@ static int flatten_shape(struct layer *l, int classes, char *why, size_t len)
 	return 0;
 }
 
-static void flatten_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
-{
-}
-
-static void flatten_backward(struct model *m, struct layer *l, const float *x, const float *dy,
-			     float *dx, int rows)
+static void flatten_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
+			     float *dx)
 {
 	if (dx && dx != dy)
-		m->be->copy(m->be, dx, dy, (size_t)rows * l->out_size * sizeof(float));
+		c->be->copy(c->be, dx, dy, (size_t)c->rows * l->out_size * sizeof(float));
 }
 
 /* dropout: while training, each unit zeroed with probability rate and the
  * rest scaled by 1 / (1 - rate), the mask keyed by (seed, step, row of the
  * global batch, unit); the identity when evaluating. */
-static struct dropout_key dropout_key(const struct model *m, const struct layer *l)
+static struct dropout_key dropout_key(const struct layer *l, const struct layer_ctx *c)
 {
-	return (struct dropout_key){m->seed ^ (uint64_t)(l - m->layer) << 56, (uint64_t)m->step,
-				    (uint64_t)m->row0, l->spec.rate};
+	return (struct dropout_key){c->seed, (uint64_t)c->step, (uint64_t)c->row0, l->spec.rate};
 }
 
-static void dropout_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+static void dropout_forward(struct layer *l, const struct layer_ctx *c)
 {
-	const struct backend *be = m->be;
-	struct dropout_key k = dropout_key(m, l);
-	if (train)
-		be->dropout(be, l->y, x, rows, (int)l->out_size, &k);
+	const struct backend *be = c->be;
+	struct dropout_key k = dropout_key(l, c);
+	if (c->training)
+		be->dropout(be, l->y, c->x, c->rows, (int)l->out_size, &k);
 	else
-		be->copy(be, l->y, x, (size_t)rows * l->out_size * sizeof(float));
+		be->copy(be, l->y, c->x, (size_t)c->rows * l->out_size * sizeof(float));
 }
 
-static void dropout_backward(struct model *m, struct layer *l, const float *x, const float *dy,
-			     float *dx, int rows)
+static void dropout_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
+			     float *dx)
 {
-	struct dropout_key k = dropout_key(m, l);
+	struct dropout_key k = dropout_key(l, c);
 	if (dx)
-		m->be->dropout(m->be, dx, dy, rows, (int)l->out_size, &k);
+		c->be->dropout(c->be, dx, dy, c->rows, (int)l->out_size, &k);
 }
 
 static double no_flops(const struct layer *l) { return 0.0; }
@@ -232,30 +214,29 @@ static void conv_init(const struct layer *l, struct rng *r, float *host_w)
 		      area * l->spec.units);
 }
 
-static void conv_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+static void conv_forward(struct layer *l, const struct layer_ctx *c)
 {
-	const struct backend *be = m->be;
-	int positions = rows * l->win.oh * l->win.ow, k = (int)(l->cols_size / (l->win.oh * l->win.ow));
-	int f = l->spec.units;
-	be->im2col(be, m->cols, x, rows, &l->win);
-	be->matmul(be, l->y, m->cols, m->w + l->var[0], positions, f, k, 0, 0, 0.0f);
-	bias_and_fused_act(m, l, positions, f);
+	const struct backend *be = c->be;
+	int positions = c->rows * l->win.oh * l->win.ow;
+	int k = (int)(l->cols_size / (l->win.oh * l->win.ow)), f = l->spec.units;
+	be->im2col(be, c->cols, c->x, c->rows, &l->win);
+	be->matmul(be, l->y, c->cols, c->w[0], positions, f, k, 0, 0, 0.0f);
+	bias_and_act(l, c, positions, f);
 }
 
-static void conv_backward(struct model *m, struct layer *l, const float *x, const float *dy,
-			  float *dx, int rows)
+static void conv_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
-	const struct backend *be = m->be;
-	int positions = rows * l->win.oh * l->win.ow, k = (int)(l->cols_size / (l->win.oh * l->win.ow));
-	int f = l->spec.units;
-	be->im2col(be, m->cols, x, rows, &l->win); /* recomputed: one buffer serves all */
-	be->matmul(be, m->g + l->var[0], m->cols, dy, k, f, positions, 1, 0, 0.0f);
-	be->bias_grad(be, m->g + l->var[1], dy, positions, f);
-	model_grad_ready(m, l->var[0], l->var[1] + (size_t)f - l->var[0]);
+	const struct backend *be = c->be;
+	int positions = c->rows * l->win.oh * l->win.ow;
+	int k = (int)(l->cols_size / (l->win.oh * l->win.ow)), f = l->spec.units;
+	be->im2col(be, c->cols, c->x, c->rows, &l->win); /* recomputed: one buffer serves all */
+	be->matmul(be, c->g[0], c->cols, dy, k, f, positions, 1, 0, 0.0f);
+	be->bias_grad(be, c->g[1], dy, positions, f);
+	layer_grads_ready(c, 1, (size_t)f);
 	if (!dx)
 		return;
-	be->matmul(be, m->cols, dy, m->w + l->var[0], positions, k, f, 0, 1, 0.0f);
-	be->col2im(be, dx, m->cols, rows, &l->win);
+	be->matmul(be, c->cols, dy, c->w[0], positions, k, f, 0, 1, 0.0f);
+	be->col2im(be, dx, c->cols, c->rows, &l->win);
 }
 
 static double conv_flops(const struct layer *l)
@@ -278,16 +259,15 @@ static int pool_shape(struct layer *l, int classes, char *why, size_t len)
 	return 0;
 }
 
-static void pool_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+static void pool_forward(struct layer *l, const struct layer_ctx *c)
 {
-	m->be->pool(m->be, l->y, x, rows, &l->win, l->spec.kind == LAYER_MAXPOOL2D);
+	c->be->pool(c->be, l->y, c->x, c->rows, &l->win, l->spec.kind == LAYER_MAXPOOL2D);
 }
 
-static void pool_backward(struct model *m, struct layer *l, const float *x, const float *dy,
-			  float *dx, int rows)
+static void pool_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
 	if (dx)
-		m->be->pool_backward(m->be, dx, dy, x, rows, &l->win,
+		c->be->pool_backward(c->be, dx, dy, c->x, c->rows, &l->win,
 				     l->spec.kind == LAYER_MAXPOOL2D);
 }
 
@@ -296,144 +276,51 @@ static double pool_flops(const struct layer *l)
 	return (double)l->out_size * l->win.kh * l->win.kw;
 }
 
-/* batchnorm: over the last axis (channels), Keras' defaults. While
- * training, each channel is normalised with the mean and (biased) variance
- * of its values in the batch: this rank's rows, or with m->sum (--sync-bn)
- * every rank's; evaluating, with the moving statistics. After each step
- * taken the moving statistics follow the batch's: moving = momentum *
- * moving + (1 - momentum) * batch, the variance's Bessel-corrected (as
- * PyTorch and Keras' fused kernel do). */
-#define BN_MOMENTUM 0.99f
-#define BN_EPSILON 1e-3f
+/* The pools' entry and every activation's: the same ops, the kind read
+ * from the spec. */
+#define POOL_ENTRY                                                             \
+	{.shape = pool_shape, .forward = pool_forward, .backward = pool_backward, \
+	 .flops = pool_flops}
+#define ACT_ENTRY(id, name)                                                    \
+	[LAYER_ACT + id] = {.shape = same_shape, .forward = act_forward,       \
+			    .backward = act_backward, .flops = no_flops, .in_place = 1},
 
-enum { BN_GAMMA, BN_BETA, BN_MOVING_MEAN, BN_MOVING_VAR };
-
-static int bn_shape(struct layer *l, int classes, char *why, size_t len)
-{
-	memcpy(l->out, l->in, sizeof(l->out));
-	l->aux_size = 5 * (size_t)l->in[2];
-	return 0;
-}
-
-static const char *const bn_suffix[] = {"gamma", "beta", "moving_mean", "moving_variance"};
-
-static void bn_vars(struct layer *l, struct params *reg, const char *name, int trainable)
-{
-	const char *const *suffix = bn_suffix;
-	long dims[1] = {l->in[2]};
-	for (int i = trainable ? BN_GAMMA : BN_MOVING_MEAN; i < (trainable ? 2 : 4); i++) {
-		char full[PARAM_NAME_LEN];
-		snprintf(full, sizeof(full), "%s/%s", name, suffix[i]);
-		l->var[i] = trainable ? params_add(reg, full, 1, dims)
-				      : params_add_state(reg, full, 1, dims);
-	}
-	l->n_vars = trainable ? 2 : 4;
-}
-
-static void bn_init(const struct layer *l, struct rng *r, float *host_w)
-{
-	for (int j = 0; j < l->in[2]; j++)
-		host_w[l->var[BN_GAMMA] + j] = host_w[l->var[BN_MOVING_VAR] + j] = 1.0f;
-}
-
-/* The values each channel's statistics are over: this rank's positions, or
- * the global batch's under --sync-bn. */
-static double bn_count(const struct model *m, const struct layer *l, int rows)
-{
-	double per_row = (double)l->in[0] * l->in[1];
-	return per_row * (m->sum ? (double)m->global_rows : (double)rows);
-}
-
-static void bn_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
-{
-	const struct backend *be = m->be;
-	int C = l->in[2], R = rows * l->in[0] * l->in[1];
-	const float *w = m->w;
-	float *mean = l->aux, *var = l->aux + C;
-	if (!train) {
-		be->bn_forward(be, l->y, x, w + l->var[BN_MOVING_MEAN], w + l->var[BN_MOVING_VAR],
-			       w + l->var[BN_GAMMA], w + l->var[BN_BETA], R, C, BN_EPSILON);
-		return;
-	}
-	/* Two passes (the mean, then the squares about it): exact where a
-	 * sum of squares less the squared sum would cancel. */
-	float inv_n = (float)(1.0 / bn_count(m, l, rows));
-	be->col_moment(be, mean, x, NULL, R, C, inv_n);
-	if (m->sum)
-		m->sum(m->sum_ctx, mean, (size_t)C);
-	be->col_moment(be, var, x, mean, R, C, inv_n);
-	if (m->sum)
-		m->sum(m->sum_ctx, var, (size_t)C);
-	be->bn_forward(be, l->y, x, mean, var, w + l->var[BN_GAMMA], w + l->var[BN_BETA], R, C,
-		       BN_EPSILON);
-	l->aux_rows = rows;
-}
-
-static void bn_backward(struct model *m, struct layer *l, const float *x, const float *dy,
-			float *dx, int rows)
-{
-	const struct backend *be = m->be;
-	int C = l->in[2], R = rows * l->in[0] * l->in[1];
-	float *mean = l->aux, *var = l->aux + C, *sums = l->aux + 2 * C;
-	be->bn_backward_sums(be, sums, dy, x, mean, var, R, C, BN_EPSILON);
-	be->copy(be, m->g + l->var[BN_GAMMA], sums, sizeof(float) * (size_t)C);
-	be->copy(be, m->g + l->var[BN_BETA], sums + C, sizeof(float) * (size_t)C);
-	model_grad_ready(m, l->var[BN_GAMMA], l->var[BN_BETA] + (size_t)C - l->var[BN_GAMMA]);
-	if (!dx)
-		return;
-	if (m->sum) /* the global batch's sums: every rank's values moved its mean */
-		m->sum(m->sum_ctx, sums, 2 * (size_t)C);
-	be->bn_backward(be, dx, dy, x, mean, var, m->w + l->var[BN_GAMMA], sums, R, C, BN_EPSILON,
-			(float)(1.0 / bn_count(m, l, rows)));
-}
-
-static void bn_update_state(struct model *m, struct layer *l)
-{
-	const struct backend *be = m->be;
-	int C = l->in[2];
-	float *mean = l->aux, *var = l->aux + C, *unbiased = l->aux + 4 * C;
-	double n = bn_count(m, l, l->aux_rows);
-	be->ema_update(be, m->w + l->var[BN_MOVING_MEAN], mean, (size_t)C, BN_MOMENTUM);
-	be->copy(be, unbiased, var, sizeof(float) * (size_t)C);
-	be->scale(be, unbiased, (size_t)C, n > 1.0 ? (float)(n / (n - 1.0)) : 1.0f);
-	be->ema_update(be, m->w + l->var[BN_MOVING_VAR], unbiased, (size_t)C, BN_MOMENTUM);
-}
-
-/* Counted as 4 per value: the two passes of statistics and the normalising
- * multiply-add. */
-static double bn_flops(const struct layer *l) { return 4.0 * (double)l->in_size; }
-
-static const struct layer_ops table[LAYER_KIND_COUNT] = {
+static const struct layer_ops table[] = {
 	[LAYER_DENSE] = {.keras = "dense", .shape = dense_shape, .vars = dense_vars,
 			 .init = dense_init, .forward = dense_forward,
-			 .backward = dense_backward, .flops = dense_flops},
+			 .backward = dense_backward, .flops = dense_flops, .fuses_act = 1},
 	[LAYER_CONV2D] = {.keras = "conv2d", .shape = conv_shape, .vars = conv_vars,
 			  .init = conv_init, .forward = conv_forward,
-			  .backward = conv_backward, .flops = conv_flops},
-	[LAYER_MAXPOOL2D] = {.shape = pool_shape, .forward = pool_forward,
-			     .backward = pool_backward, .flops = pool_flops},
-	[LAYER_AVGPOOL2D] = {.shape = pool_shape, .forward = pool_forward,
-			     .backward = pool_backward, .flops = pool_flops},
-	[LAYER_GLOBALAVGPOOL] = {.shape = pool_shape, .forward = pool_forward,
-				 .backward = pool_backward, .flops = pool_flops},
-	[LAYER_RELU] = {.shape = same_shape, .forward = act_forward, .backward = act_backward,
-			.flops = no_flops, .in_place = 1},
-	[LAYER_GELU] = {.shape = same_shape, .forward = act_forward, .backward = act_backward,
-			.flops = no_flops, .in_place = 1},
-	[LAYER_TANH] = {.shape = same_shape, .forward = act_forward, .backward = act_backward,
-			.flops = no_flops, .in_place = 1},
-	[LAYER_FLATTEN] = {.shape = flatten_shape, .forward = flatten_forward,
-			   .backward = flatten_backward, .flops = no_flops, .in_place = 1},
+			  .backward = conv_backward, .flops = conv_flops, .fuses_act = 1},
+	[LAYER_MAXPOOL2D] = POOL_ENTRY,
+	[LAYER_AVGPOOL2D] = POOL_ENTRY,
+	[LAYER_GLOBALAVGPOOL] = POOL_ENTRY,
+	[LAYER_FLATTEN] = {.shape = flatten_shape, .backward = flatten_backward, .flops = no_flops,
+			   .in_place = 1, .alias = 1},
 	[LAYER_DROPOUT] = {.shape = same_shape, .forward = dropout_forward,
 			   .backward = dropout_backward, .flops = no_flops, .in_place = 1},
-	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = bn_shape, .vars = bn_vars,
-			     .init = bn_init, .forward = bn_forward, .backward = bn_backward,
-			     .flops = bn_flops, .update_state = bn_update_state, .in_place = 1},
+	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = layer_bn_shape,
+			     .vars = layer_bn_vars, .init = layer_bn_init,
+			     .forward = layer_bn_forward, .backward = layer_bn_backward,
+			     .flops = layer_bn_flops, .update_state = layer_bn_update_state,
+			     .in_place = 1},
+	ACT_KINDS(ACT_ENTRY)
 };
+#undef POOL_ENTRY
+#undef ACT_ENTRY
+
+/* A row per kind: the activations' (generated) end the table, and a row
+ * left out before them stops the model's plan (layer_shape). */
+_Static_assert(sizeof(table) / sizeof(*table) == LAYER_KIND_COUNT, "an entry per layer kind");
 
 int layer_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	const struct layer_ops *o = &table[l->spec.kind];
+	if (!o->shape || !(o->forward || o->alias) || !o->backward || !o->flops) {
+		char what[96];
+		snprintf(what, sizeof(what), "no entry for %s in the table", layer_names[l->spec.kind]);
+		check_fail("layers", "layer_shape", what, __FILE__, __LINE__);
+	}
 	l->in_size = (size_t)l->in[0] * l->in[1] * l->in[2];
 	if (o->shape(l, classes, why, len))
 		return -1;
@@ -449,10 +336,10 @@ void layer_add_vars(struct layer *l, struct params *reg, const char *name, int t
 		table[l->spec.kind].vars(l, reg, name, trainable);
 }
 
-void layer_update_state(struct model *m, struct layer *l)
+void layer_update_state(struct layer *l, const struct layer_ctx *c)
 {
 	if (table[l->spec.kind].update_state)
-		table[l->spec.kind].update_state(m, l);
+		table[l->spec.kind].update_state(l, c);
 }
 
 void layer_init(const struct layer *l, struct rng *r, float *host_w)
@@ -461,29 +348,24 @@ void layer_init(const struct layer *l, struct rng *r, float *host_w)
 		table[l->spec.kind].init(l, r, host_w);
 }
 
-int layer_owns_output(const struct layer *l)
+int layer_fuses(const struct layer *l, const struct layer *next)
 {
-	return l->spec.kind != LAYER_FLATTEN;
+	return table[l->spec.kind].fuses_act && layer_spec_act(&next->spec) >= 0;
 }
 
-void layer_forward(struct model *m, struct layer *l, const float *x, int rows, int train)
+int layer_is_alias(const struct layer *l) { return table[l->spec.kind].alias; }
+
+void layer_forward(struct layer *l, const struct layer_ctx *c)
 {
-	table[l->spec.kind].forward(m, l, x, rows, train);
+	if (!table[l->spec.kind].alias) /* its output is its input already */
+		table[l->spec.kind].forward(l, c);
 }
 
-void layer_backward(struct model *m, struct layer *l, const float *x, const float *dy, float *dx,
-		    int rows)
+void layer_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
-	table[l->spec.kind].backward(m, l, x, dy, dx, rows);
+	table[l->spec.kind].backward(l, c, dy, dx);
 }
 
 int layer_in_place(const struct layer *l) { return table[l->spec.kind].in_place; }
 
 double layer_flops(const struct layer *l) { return table[l->spec.kind].flops(l); }
-
-int layer_var_is_state(const char *name)
-{
-	const char *last = strrchr(name, '/');
-	last = last ? last + 1 : name;
-	return !strcmp(last, bn_suffix[BN_MOVING_MEAN]) || !strcmp(last, bn_suffix[BN_MOVING_VAR]);
-}

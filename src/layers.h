@@ -1,6 +1,8 @@
-/* The layer table: each kind of layer (layer_spec.h's LAYER_KINDS) is one
- * entry of struct layer_ops in layers.c: its output shape, its variables
- * (Keras names, shapes, initialiser), forward, backward and FLOPs. The
+/* The layer table: each kind of layer (layer_spec.h's LAYER_KINDS, then
+ * one per activation) is one entry of struct layer_ops in layers.c: its
+ * output shape, its variables (Keras names, shapes, initialiser), forward,
+ * backward, FLOPs, and the columns the model wires layers by (whether it
+ * fuses the activation after it, aliases its input, works in place). The
  * model (model.c), the registry, checkpoints, EMA, inspect and the
  * benchmark's FLOP count all follow it. Shapes are per row, channels-last:
  * {H, W, C}; a flat row of D values is {1, 1, D}. */
@@ -12,8 +14,15 @@
 #include "mathfn.h"
 #include "params.h"
 
-struct model;
+struct backend;
 struct rng;
+
+/* Hears that the gradients g[0, n) (backend memory) are final: a layer's
+ * variables', adjacent in the model's g. */
+typedef void (*grad_ready_fn)(void *ctx, float *g, size_t n);
+/* Sums buf (n, backend memory) over every rank, in place, before it
+ * returns (--sync-bn's statistics). */
+typedef void (*sum_fn)(void *ctx, float *buf, size_t n);
 
 /* One layer of a model. */
 struct layer {
@@ -23,16 +32,48 @@ struct layer {
 	int n_vars;               /* 0; 2 (kernel and bias; gamma and beta); 4
 				   * (batchnorm's, then moving mean and variance) */
 	size_t var[4];            /* their offsets in the flat buffers */
+	int act;                  /* the activation (enum act_kind) this layer
+				   * applies in its own pass, for the layer after
+				   * it (layer_fuses), or -1 */
 	int fused;                /* an activation the layer before applies */
 	int needs_dx;             /* a layer before it has variables */
-	float *y;                 /* (R, out_size) its output; the input's for flatten */
+	float *y;                 /* (R, out_size) its output; the input's for an
+				   * alias kind (layer_is_alias: flatten) */
 	struct window win;        /* conv2d's and the pools' window over the input */
 	size_t cols_size;         /* conv2d: im2col floats per row (the model's
-				   * shared m->cols holds the largest) */
+				   * shared cols holds the largest) */
 	size_t aux_size;          /* floats of the layer's own (batchnorm: 5C) */
 	float *aux;               /* (aux_size) batchnorm: the batch's mean and
 				   * variance (C each), backward sums (2C), scratch (C) */
 	int aux_rows;             /* batchnorm: the rows of the batch in aux */
+};
+
+/* What a layer's forward, backward and state update may touch besides the
+ * layer itself (its shapes, output y and own aux), as the model gives it
+ * for one call. R: rows of this batch. */
+struct layer_ctx {
+	const struct backend *be;
+	int rows;                 /* R, e.g. 128 */
+	int training;             /* 1: dropout on, batchnorm on the batch's
+				   * statistics; 0: evaluating */
+	const float *x;           /* (R, in_size) its input */
+	float *act_y;             /* (R, out_size) where the activation it applies
+				   * (layer.act) writes: the next layer's y; else NULL */
+	float *w[4];              /* its variables in the model's w, layer.var's
+				   * order: e.g. dense kernel (in_size, out_size), bias
+				   * (out_size) */
+	float *g[4];              /* their gradients' places in the model's g */
+	float *cols;              /* (R, the model's largest cols_size) conv2d's
+				   * im2col buffer, shared by every layer */
+	uint64_t seed;            /* dropout's masks: the layer's own seed */
+	long step, row0;          /* the global step and the batch's first row in
+				   * the global batch */
+	sum_fn sum;               /* batchnorm: sums over ranks (--sync-bn), or
+				   * NULL: this rank's own statistics */
+	void *sum_ctx;
+	long global_rows;         /* rows of the global batch under sum */
+	grad_ready_fn ready;      /* told once its gradients are final, or NULL */
+	void *ready_ctx;
 };
 
 /* Fills l's output shape from l->in; 0, or -1 with why (e.g. "dense needs
@@ -48,19 +89,23 @@ void layer_add_vars(struct layer *l, struct params *reg, const char *name, int t
  * biases; batchnorm's gamma and moving variance 1, beta and moving mean
  * 0). */
 void layer_init(const struct layer *l, struct rng *r, float *host_w);
-/* Whether l writes its own output buffer (not flatten's alias, and not an
- * activation fused into the layer before). */
-int layer_owns_output(const struct layer *l);
-/* y = layer(x) for rows rows; train: training mode (dropout on). */
-void layer_forward(struct model *m, struct layer *l, const float *x, int rows, int train);
-/* Gradients of l's variables into m->g, and dx = d loss / d x unless dx is
- * NULL; dy is d loss / d y. dx may be dy (in place) for element-wise
- * kinds. */
-void layer_backward(struct model *m, struct layer *l, const float *x, const float *dy, float *dx,
-		    int rows);
+/* Whether l's kind applies the activation of the layer after it, next, in
+ * its own pass (the table's fuses_act column: dense and conv2d add their
+ * bias and apply it in one bias_act), leaving next's forward nothing to do. */
+int layer_fuses(const struct layer *l, const struct layer *next);
+/* Whether l's output is its input itself (the table's alias column:
+ * flatten): it has no buffer of its own and its forward does nothing. */
+int layer_is_alias(const struct layer *l);
+/* l->y (c->rows rows) = layer(c->x); with l->act >= 0 also c->act_y =
+ * act(l->y). */
+void layer_forward(struct layer *l, const struct layer_ctx *c);
+/* Gradients of l's variables into c->g (then c->ready hears of them), and
+ * dx = d loss / d x unless dx is NULL; dy is d loss / d y. dx may be dy (in
+ * place) for the kinds of layer_in_place. */
+void layer_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
 /* After a step that was taken (not skipped): l's non-trainable variables
- * follow the batch it trained on (batchnorm's moving statistics). */
-void layer_update_state(struct model *m, struct layer *l);
+ * in c->w follow the batch it trained on (batchnorm's moving statistics). */
+void layer_update_state(struct layer *l, const struct layer_ctx *c);
 /* Whether the kind can write dx over dy. */
 int layer_in_place(const struct layer *l);
 /* Forward FLOPs for one row (multiply-adds count 2). */

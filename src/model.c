@@ -69,10 +69,12 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
 		if (layer_shape(l, classes, why, sizeof(why)))
 			return user_error("--model: layer %d (%s): %s", i + 1,
 					  layer_names[spec[i].kind], why);
-		/* An activation right after a dense is applied in its pass. */
-		l->fused = layer_spec_act(&l->spec) >= 0 && i > 0 &&
-			   (m->layer[i - 1].spec.kind == LAYER_DENSE ||
-			    m->layer[i - 1].spec.kind == LAYER_CONV2D);
+		/* An activation the layer before can apply in its own pass
+		 * (the table's fuses_act column) is applied there. */
+		l->act = -1;
+		l->fused = i > 0 && layer_fuses(&m->layer[i - 1], l);
+		if (l->fused)
+			m->layer[i - 1].act = layer_spec_act(&l->spec);
 		l->needs_dx = has_vars;
 		const char *keras = layer_keras_name(l);
 		if (keras) {
@@ -120,7 +122,7 @@ double model_bytes(const struct model *m, int max_rows)
 	       per_row = m->in_dim + 2.0 * m->classes + 2.0 * m->max_width + 1 + m->max_cols;
 	double aux = 0;
 	for (int i = 0; i < m->n_layers; i++) {
-		if (layer_owns_output(&m->layer[i]))
+		if (!layer_is_alias(&m->layer[i]))
 			per_row += (double)m->layer[i].out_size;
 		aux += (double)m->layer[i].aux_size;
 	}
@@ -141,8 +143,8 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	const float *in = m->x;
 	for (int i = 0; i < m->n_layers; i++) {
 		struct layer *l = &m->layer[i];
-		l->y = layer_owns_output(l) ? be->alloc(be, R * l->out_size * sizeof(float))
-					    : (float *)in;
+		l->y = !layer_is_alias(l) ? be->alloc(be, R * l->out_size * sizeof(float))
+					  : (float *)in;
 		l->aux = l->aux_size ? be->alloc(be, l->aux_size * sizeof(float)) : NULL;
 		in = l->y;
 	}
@@ -163,7 +165,7 @@ void model_free(struct model *m)
 	be->free(be, m->x);
 	be->free(be, m->y);
 	for (int i = 0; i < m->n_layers; i++) {
-		if (layer_owns_output(&m->layer[i]))
+		if (!layer_is_alias(&m->layer[i]))
 			be->free(be, m->layer[i].y);
 		be->free(be, m->layer[i].aux);
 	}
@@ -231,10 +233,33 @@ void model_sync_bn(struct model *m, sum_fn sum, void *ctx, long global_rows)
 	m->global_rows = global_rows;
 }
 
+/* What layer i may touch in a call over rows rows: its input, the
+ * output of the activation it applies, its variables' and gradients'
+ * places, the shared im2col buffer, the step's facts and the listeners. */
+static struct layer_ctx layer_ctx(const struct model *m, int i, int rows, int training,
+				  grad_ready_fn ready, void *ready_ctx)
+{
+	const struct layer *l = &m->layer[i];
+	struct layer_ctx c = {.be = m->be, .rows = rows, .training = training,
+			      .x = i ? m->layer[i - 1].y : m->x,
+			      .act_y = l->act >= 0 ? m->layer[i + 1].y : NULL,
+			      .cols = m->cols, .seed = m->seed ^ (uint64_t)i << 56,
+			      .step = m->step, .row0 = m->row0, .sum = m->sum,
+			      .sum_ctx = m->sum_ctx, .global_rows = m->global_rows,
+			      .ready = ready, .ready_ctx = ready_ctx};
+	for (int v = 0; v < l->n_vars; v++) {
+		c.w[v] = m->w + l->var[v];
+		c.g[v] = m->g + l->var[v];
+	}
+	return c;
+}
+
 void model_update_state(struct model *m)
 {
-	for (int i = 0; i < m->n_layers; i++)
-		layer_update_state(m, &m->layer[i]);
+	for (int i = 0; i < m->n_layers; i++) {
+		struct layer_ctx c = layer_ctx(m, i, 0, 1, NULL, NULL);
+		layer_update_state(&m->layer[i], &c);
+	}
 }
 
 void model_set_position(struct model *m, long step, long row0)
@@ -243,15 +268,18 @@ void model_set_position(struct model *m, long step, long row0)
 	m->row0 = row0;
 }
 
-void model_forward(struct model *m, int rows, float grad_scale)
+void model_layer_forward(struct model *m, int i, int rows, int training)
 {
-	const float *in = m->x;
-	for (int i = 0; i < m->n_layers; i++) {
-		layer_forward(m, &m->layer[i], in, rows, grad_scale > 0.0f);
-		in = m->layer[i].y;
-	}
-	m->be->xent(m->be, grad_scale > 0.0f ? m->dlogits : NULL, m->stats, in, m->y, rows,
-		    m->classes, grad_scale);
+	struct layer_ctx c = layer_ctx(m, i, rows, training, NULL, NULL);
+	layer_forward(&m->layer[i], &c);
+}
+
+void model_forward(struct model *m, int rows, int training, float grad_scale)
+{
+	for (int i = 0; i < m->n_layers; i++)
+		model_layer_forward(m, i, rows, training);
+	m->be->xent(m->be, training ? m->dlogits : NULL, m->stats, m->layer[m->n_layers - 1].y,
+		    m->y, rows, m->classes, grad_scale);
 }
 
 void model_take_stats(struct model *m, float out[2])
@@ -259,12 +287,6 @@ void model_take_stats(struct model *m, float out[2])
 	static const float zero[2] = {0.0f, 0.0f};
 	m->be->copy_out(m->be, out, m->stats, 2 * sizeof(float));
 	m->be->copy_in(m->be, m->stats, zero, sizeof(zero));
-}
-
-void model_grad_ready(struct model *m, size_t first, size_t n)
-{
-	if (m->ready)
-		m->ready(m->ready_ctx, m->g + first, n);
 }
 
 float *model_dx(struct model *m, const struct layer *l, const float *dy, int *next)
@@ -278,20 +300,22 @@ float *model_dx(struct model *m, const struct layer *l, const float *dy, int *ne
 	return dx;
 }
 
+void model_layer_backward(struct model *m, int i, int rows, const float *dy, float *dx,
+			  grad_ready_fn ready, void *ctx)
+{
+	struct layer_ctx c = layer_ctx(m, i, rows, 1, ready, ctx);
+	layer_backward(&m->layer[i], &c, dy, dx);
+}
+
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)
 {
-	m->ready = ready;
-	m->ready_ctx = ctx;
 	const float *dy = m->dlogits; /* (R, out) gradient of layer i's output */
 	int next = 0;                 /* the scratch buffer a layer writes next */
 	for (int i = m->n_layers - 1; i >= 0; i--) {
-		struct layer *l = &m->layer[i];
-		const float *x = i ? m->layer[i - 1].y : m->x;
-		float *dx = model_dx(m, l, dy, &next);
-		layer_backward(m, l, x, dy, dx, rows);
+		float *dx = model_dx(m, &m->layer[i], dy, &next);
+		model_layer_backward(m, i, rows, dy, dx, ready, ctx);
 		if (!dx)
 			break; /* no layer below has variables */
 		dy = dx;
 	}
-	m->ready = NULL;
 }

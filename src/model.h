@@ -15,13 +15,6 @@
 
 #define MODEL_MAX_LAYERS LAYER_SPEC_MAX
 
-/* Called by model_backward with each layer's gradients (its variables,
- * adjacent in g) as soon as they are final, last layer first. */
-typedef void (*grad_ready_fn)(void *ctx, float *g, size_t n);
-/* Sums buf (n, backend memory) over every rank, in place, before it
- * returns (--sync-bn's statistics). */
-typedef void (*sum_fn)(void *ctx, float *buf, size_t n);
-
 struct model {
 	const struct backend *be;
 	struct params reg;     /* names, shapes, offsets */
@@ -38,8 +31,6 @@ struct model {
 				* rank's own (model_sync_bn) */
 	void *sum_ctx;
 	long global_rows;      /* rows of the global batch, e.g. 128 */
-	grad_ready_fn ready;   /* model_backward's listener */
-	void *ready_ctx;
 
 	size_t room;           /* values w and g are allocated with, if over P:
 				* ZeRO-1's collectives on NCCL see ranks * each
@@ -109,20 +100,27 @@ void model_update_state(struct model *m);
  * row in the global batch (the dropout masks' key). */
 void model_set_position(struct model *m, long step, long row0);
 /* Forward pass and loss over the loaded rows, adding {loss sum, correct}
- * to the model's stats. With grad_scale > 0 (training: dropout on) also
- * leaves dlogits = grad_scale * d(loss sum)/d(logits) for model_backward.
- * Does not wait for the backend. */
-void model_forward(struct model *m, int rows, float grad_scale);
+ * to the model's stats. training: dropout on, batchnorm on the batch's
+ * statistics, and dlogits = grad_scale * d(loss sum)/d(logits) left for
+ * model_backward; else evaluation (grad_scale unused). Does not wait for
+ * the backend. */
+void model_forward(struct model *m, int rows, int training, float grad_scale);
 /* Host out[2] = the stats summed since the last call (loss sum, correct
  * count); resets them. Waits for the backend. */
 void model_take_stats(struct model *m, float out[2]);
 /* Backward pass: every gradient written into its slot of g (overwritten);
- * ready (may be NULL) hears of each layer's as it completes. */
+ * ready (may be NULL) hears of each layer's (its variables, adjacent in g)
+ * as soon as they are final, last layer first. */
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx);
 /* Where layer l's backward writes dx, given dy (its output's gradient):
  * NULL when no layer below has variables, dy itself for a kind that works
  * in place, else the scratch buffer *next (flipped for the next layer).
  * model_backward's choice, for callers stepping layer by layer. */
 float *model_dx(struct model *m, const struct layer *l, const float *dy, int *next);
-/* For layers.c: the gradients at g[first, first + n) are final. */
-void model_grad_ready(struct model *m, size_t first, size_t n);
+/* Layer i's forward over the loaded rows (model_forward's step i). */
+void model_layer_forward(struct model *m, int i, int rows, int training);
+/* Layer i's backward (model_backward's step i): dy (rows, its out_size) the
+ * gradient of its output, dx from model_dx; ready (may be NULL) hears of
+ * its gradients. */
+void model_layer_backward(struct model *m, int i, int rows, const float *dy, float *dx,
+			  grad_ready_fn ready, void *ctx);

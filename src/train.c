@@ -210,7 +210,7 @@ static int train_step(struct trainer *t, struct progress *p)
 	int rows = stage_batch(t);
 	phase_end(t, &at, "data", &tm->data, s);
 	/* Scaling by 1/B here makes the all-reduced sum the global-batch mean. */
-	model_forward(m, rows, 1.0f / (float)cfg->batch);
+	model_forward(m, rows, 1, 1.0f / (float)cfg->batch);
 	p->rows += rows;
 	phase_end(t, &at, "forward", &tm->forward, s);
 	/* Unsharded, each layer's gradients start reducing as they are final;

@@ -55,7 +55,7 @@ static int check_mean_state(struct comm *c)
 	for (int i = 0; i < ROWS * IN; i++)
 		x[i] = rng_uniform(&r) * 4.0f - 1.0f + (float)c->rank;
 	model_set_batch(&m, x, y, ROWS);
-	model_forward(&m, ROWS, 1.0f);
+	model_forward(&m, ROWS, 1, 1.0f);
 	model_update_state(&m);
 	struct ema e;
 	ema_init(&e, be, m.w, T, P, 0.99f, 1, c->rank == 0);

@@ -29,7 +29,7 @@ static size_t kinks_of(const struct model *m, int rows, signed char *kinks)
 	for (int l = 1; l < m->n_layers; l++) {
 		const struct layer *L = &m->layer[l];
 		const float *x = m->layer[l - 1].y;
-		if (L->spec.kind == LAYER_RELU)
+		if (L->spec.kind == LAYER_OF_ACT(ACT_RELU))
 			for (size_t i = 0; i < (size_t)rows * L->in_size; i++, k++)
 				if (kinks)
 					kinks[k] = x[i] > 0.0f ? 1 : -1;
@@ -51,7 +51,7 @@ static size_t kinks_of(const struct model *m, int rows, signed char *kinks)
 static float loss_at(struct model *m, signed char *signs)
 {
 	float stats[2];
-	model_forward(m, ROWS, 1.0f);
+	model_forward(m, ROWS, 1, 1.0f);
 	model_take_stats(m, stats);
 	if (signs)
 		kinks_of(m, ROWS, signs);
@@ -92,7 +92,7 @@ static void check_model_in(const char *desc, const int in[3], uint64_t seed)
 	model_set_batch(&m, x, y, ROWS);
 
 	float stats[2];
-	model_forward(&m, ROWS, 1.0f);
+	model_forward(&m, ROWS, 1, 1.0f);
 	model_take_stats(&m, stats);
 	model_backward(&m, ROWS, NULL, NULL);
 	float *g = malloc(P * sizeof(float));
@@ -141,7 +141,7 @@ static void check_model_in(const char *desc, const int in[3], uint64_t seed)
 	printf("gradcheck %s: %d entries checked, %d skipped at kinks\n", desc, checked, skipped);
 
 	/* grad_scale scales every gradient linearly. */
-	model_forward(&m, ROWS, 0.5f);
+	model_forward(&m, ROWS, 1, 0.5f);
 	model_take_stats(&m, stats);
 	model_backward(&m, ROWS, NULL, NULL);
 	float *g_half = malloc(P * sizeof(float));
@@ -195,7 +195,7 @@ static void check_bn_moving(const struct backend *be)
 	for (int i = 0; i < ROWS * IN; i++)
 		x[i] = uniform(&r, -2.0f, 3.0f);
 	model_set_batch(&m, x, y, ROWS);
-	model_forward(&m, ROWS, 1.0f);
+	model_forward(&m, ROWS, 1, 1.0f);
 	model_update_state(&m);
 	for (int j = 0; j < IN; j++) {
 		double mean = 0, var = 0;
@@ -213,7 +213,7 @@ static void check_bn_moving(const struct backend *be)
 		EXPECT_NEAR(m.w[bn->var[3] + j], 0.99 + 0.01 * var * ROWS / (ROWS - 1), 1e-6);
 	}
 	/* evaluating: the moving statistics */
-	model_forward(&m, ROWS, 0.0f);
+	model_forward(&m, ROWS, 0, 0.0f);
 	for (int i = 0; i < ROWS * IN; i++) {
 		int j = i % IN;
 		double want = w[bn->var[0] + j] * (x[i] - m.w[bn->var[2] + j]) /
@@ -398,7 +398,7 @@ static void check_act_backward(const struct backend *be)
 	const float z[N] = {-2.7f, -1.3f, -0.4f, -0.05f, 0.07f, 0.6f, 1.4f, 3.1f};
 	const float da[N] = {1.0f, -0.5f, 2.0f, 0.3f, -1.7f, 0.9f, -1.1f, 0.25f};
 	const float h = 1e-3f;
-	for (int act = ACT_RELU; act <= ACT_TANH; act++) {
+	for (int act = ACT_RELU; act < ACT_COUNT; act++) {
 		float *bz = be->alloc(be, sizeof(z)), *bda = be->alloc(be, sizeof(da));
 		float *bdz = be->alloc(be, sizeof(z));
 		be->copy_in(be, bz, z, sizeof(z));
@@ -421,13 +421,43 @@ static void check_act_backward(const struct backend *be)
 	}
 }
 
+/* silu against PyTorch's formula, x / (1 + exp(-x)), and its derivative
+ * sigmoid(x) * (1 + x * (1 - sigmoid(x))), both computed in double (Python)
+ * at these points: act_fwd and act_bwd, and the backend's loops. */
+static void check_silu_reference(const struct backend *be)
+{
+	enum { N = 8 };
+	static const float x[N] = {-6.0f, -2.5f, -1.0f, -0.25f, 0.0f, 0.5f, 1.75f, 4.0f};
+	static const double y[N] = {-0.014835738939808647, -0.18964545005310887,
+				    -0.2689414213699951,   -0.10945587477855048,
+				    0.0,                   0.3112296656009273,
+				    1.4909174034445436,    3.928055160151634};
+	static const double dydx[N] = {-0.012326432591525513, -0.09940111134152682,
+				       0.07232948812851325,   0.37628997842980233,
+				       0.5,                   0.7399611873026519,
+				       1.072678946044957,     1.0526646148910728};
+	float *bx = be->alloc(be, sizeof(x)), *by = be->alloc(be, sizeof(x));
+	float got[N];
+	be->copy_in(be, bx, x, sizeof(x));
+	be->act_forward(be, by, bx, N, ACT_SILU);
+	be->copy_out(be, got, by, sizeof(got));
+	for (int i = 0; i < N; i++) {
+		EXPECT_NEAR(act_fwd(ACT_SILU, x[i]), y[i], 1e-6);
+		EXPECT_NEAR(got[i], y[i], 1e-6);
+		EXPECT_NEAR(act_bwd(ACT_SILU, x[i], 1.0f), dydx[i], 1e-6);
+		EXPECT_NEAR(act_bwd(ACT_SILU, x[i], -2.0f), -2.0 * dydx[i], 1e-6);
+	}
+	be->free(be, bx);
+	be->free(be, by);
+}
+
 /* bias_act adds the bias to z and writes act(z); with a NULL a it only adds. */
 static void check_bias_act(const struct backend *be)
 {
 	enum { R = 2, C = 3 };
 	const float z0[R * C] = {-1.0f, 0.25f, 2.0f, 0.5f, -0.75f, -3.0f};
 	const float bias[C] = {0.5f, -1.0f, 1.5f};
-	for (int act = ACT_RELU; act <= ACT_TANH; act++) {
+	for (int act = ACT_RELU; act < ACT_COUNT; act++) {
 		float z[R * C], a[R * C];
 		float *bz = be->alloc(be, sizeof(z)), *ba = be->alloc(be, sizeof(a));
 		float *bb = be->alloc(be, sizeof(bias));
@@ -597,7 +627,7 @@ static void check_buckets(void)
 		x[i] = uniform(&r, -1, 1);
 	model_set_batch(&m, x, y, ROWS);
 	float stats[2];
-	model_forward(&m, ROWS, 1.0f);
+	model_forward(&m, ROWS, 1, 1.0f);
 	model_take_stats(&m, stats);
 	for (size_t i = 0; i < m.reg.total; i++)
 		m.g[i] = -1.0f;
@@ -622,6 +652,7 @@ int main(void)
 	check_matmul(be);
 	check_bias_act(be);
 	check_act_backward(be);
+	check_silu_reference(be);
 	check_bias_grad(be);
 	check_xent(be);
 	check_dropout(be);
@@ -630,6 +661,7 @@ int main(void)
 	check_model("dense:7,relu,dense:6,relu,dense", 100);
 	check_model("dense:7,gelu,dense:6,gelu,dense", 101);
 	check_model("dense:7,tanh,dense:6,tanh,dense", 102);
+	check_model("dense:7,silu,dense:6,silu,dense", 114);
 	check_model("dense:7,dropout:0.3,tanh,dense:6,gelu,dropout:0.5,dense", 103);
 	check_model("flatten,dense:6,relu,dropout:0.4,flatten,dense", 104);
 	/* Batch normalization in training mode: its statistics move with
@@ -650,5 +682,6 @@ int main(void)
 	check_model_in("maxpool2d:2:1,conv2d:2:3:1:valid,dropout:0.3,avgpool2d:2,dense", sq, 109);
 	check_model_in("conv2d:3:3,batchnorm,relu,maxpool2d:2,flatten,dense", img, 112);
 	check_model_in("batchnorm,conv2d:2:3:2,batchnorm,tanh,globalavgpool,dense", img, 113);
+	check_model_in("conv2d:3:3,batchnorm,silu,maxpool2d:2,flatten,dense:5,silu,dense", img, 115);
 	return unit_done("test_gradcheck");
 }

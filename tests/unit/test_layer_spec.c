@@ -47,6 +47,27 @@ static void check_mlp(void)
 	EXPECT_STR(layer_spec_text(s, n, text, sizeof(text)), "dense:256,relu,dense:256,relu,dense");
 }
 
+/* Every activation of ACT_KINDS is a layer word of its own, with no
+ * arguments, that names its act_kind, and --layers' MLP uses it. */
+static void check_every_act(void)
+{
+	for (int a = 0; a < ACT_COUNT; a++) {
+		struct layer_spec s[LAYER_SPEC_MAX];
+		char desc[64], text[128];
+		int n, hidden[1] = {4};
+		snprintf(desc, sizeof(desc), "dense:4,%s,dense", act_names[a]);
+		EXPECT(parse(desc, s, &n) == 0 && n == 3);
+		EXPECT(s[1].kind == LAYER_OF_ACT(a) && layer_spec_act(&s[1]) == a);
+		EXPECT_STR(layer_names[s[1].kind], act_names[a]);
+		n = layer_spec_mlp(hidden, 1, (enum act_kind)a, s, LAYER_SPEC_MAX);
+		EXPECT_STR(layer_spec_text(s, n, text, sizeof(text)), desc);
+		snprintf(desc, sizeof(desc), "%s:2", act_names[a]);
+		EXPECT(parse(desc, s, &n) == -1);
+	}
+	EXPECT(layer_names[LAYER_KIND_COUNT] == NULL);
+	EXPECT_STR(layer_names[LAYER_OF_ACT(ACT_SILU)], "silu");
+}
+
 /* Each bad description: -1 and one line naming the layer, its text, the
  * character where it starts and what was expected. */
 static void check_bad(const char *desc, const char *want)
@@ -64,6 +85,7 @@ int main(void)
 {
 	check_round_trip();
 	check_mlp();
+	check_every_act();
 	check_bad("conv2d:32", "--model: layer 1 'conv2d:32' (character 1): expected "
 			       "conv2d:FILTERS:KERNEL[:STRIDE[:same|valid]]");
 	check_bad("relu,conv:3", "layer 2 'conv:3' (character 6): expected a layer kind");

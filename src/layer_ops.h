@@ -1,0 +1,36 @@
+/* The layer table's row (struct layer_ops) and the ops of kinds written
+ * outside layers.c, for the table there. Private to layers*.c. */
+#pragma once
+#include "layers.h"
+
+/* One kind of layer: what the table of layers.c holds for it. */
+struct layer_ops {
+	const char *keras; /* the name its variables take, NULL: none */
+	int (*shape)(struct layer *l, int classes, char *why, size_t len);
+	void (*vars)(struct layer *l, struct params *reg, const char *name, int trainable);
+	void (*init)(const struct layer *l, struct rng *r, float *host_w);
+	void (*forward)(struct layer *l, const struct layer_ctx *c);
+	void (*backward)(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
+	double (*flops)(const struct layer *l);
+	void (*update_state)(struct layer *l, const struct layer_ctx *c);
+	int in_place;  /* backward may write dx over dy */
+	int alias;     /* its output is its input: no buffer, no forward */
+	int fuses_act; /* applies an activation right after it in its own pass */
+};
+
+/* A layer's ops tell c->ready that its trainable variables' gradients,
+ * c->g[0] to the end of c->g[last] (n values), are final. */
+static inline void layer_grads_ready(const struct layer_ctx *c, int last, size_t n)
+{
+	if (c->ready)
+		c->ready(c->ready_ctx, c->g[0], (size_t)(c->g[last] - c->g[0]) + n);
+}
+
+/* batchnorm (layer_bn.c): over the last axis (channels), Keras' defaults. */
+int layer_bn_shape(struct layer *l, int classes, char *why, size_t len);
+void layer_bn_vars(struct layer *l, struct params *reg, const char *name, int trainable);
+void layer_bn_init(const struct layer *l, struct rng *r, float *host_w);
+void layer_bn_forward(struct layer *l, const struct layer_ctx *c);
+void layer_bn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
+void layer_bn_update_state(struct layer *l, const struct layer_ctx *c);
+double layer_bn_flops(const struct layer *l);
