@@ -27,8 +27,8 @@ static void write_value(const struct config *cfg, const struct option_def *o, FI
 	case T_INT: fprintf(f, "%d", *(const int *)base); break;
 	case T_LONG: fprintf(f, "%ld", *(const long *)base); break;
 	case T_FLOAT:
-		if (o->unset && *(const float *)base < 0.0f)
-			fputs(o->unset, f);
+		if (o->per_optim && *(const float *)base < 0.0f)
+			fputs(OPT_OPTIM_DEFAULT, f);
 		else
 			fprintf(f, "%.9g", *(const float *)base);
 		break;
@@ -123,27 +123,50 @@ int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char 
 	       first_difference(b, a, skip, line_b, line_a, len);
 }
 
+/* " [default: 0.999; lion 0.99]": the value most optimizers' rows give the
+ * hyper-parameter which, then the optimizers that differ. */
+static void print_optim_defaults(FILE *f, enum optim_hp_id which)
+{
+	float common = optim_defaults[0][which];
+	int most = 0;
+	for (int i = 0; optim_names[i]; i++) {
+		int same = 0;
+		for (int j = 0; optim_names[j]; j++)
+			same += optim_defaults[j][which] == optim_defaults[i][which];
+		if (same > most) {
+			most = same;
+			common = optim_defaults[i][which];
+		}
+	}
+	fprintf(f, " [default: %g", common);
+	for (int i = 0, first = 1; optim_names[i]; i++)
+		if (optim_defaults[i][which] != common) {
+			fprintf(f, "%s %s %g", first ? ";" : ",", optim_names[i],
+				optim_defaults[i][which]);
+			first = 0;
+		}
+	fputc(']', f);
+}
+
 void config_print_help(FILE *f)
 {
 	struct config def;
 	config_defaults(&def);
 	for (size_t i = 0; i < n_options; i++) {
 		const struct option_def *o = &options[i];
-		char flag[64], unset[32] = "", list[128];
-		int has_unset = o->type == T_FLOAT && o->unset;
-		if (has_unset)
-			snprintf(unset, sizeof(unset), "X|%s", o->unset);
+		char flag[64], list[128];
 		const char *meta = o->meta ? o->meta
 				   : o->type == T_ENUM ? kind_choices(o->names, list, sizeof(list))
 				   : o->type == T_STR ? "PATH"
 				   : o->type == T_BOOL ? "on|off"
 				   : o->type == T_LIST ? "W,W,..."
-				   : has_unset ? unset
+				   : o->per_optim ? "X|" OPT_OPTIM_DEFAULT
 				   : o->type == T_FLOAT ? "X" : "N";
 		snprintf(flag, sizeof(flag), "--%s %s", o->name, meta);
 		fprintf(f, "  %-34s %s", flag, o->help);
-		/* An option with an "unset" word says its defaults in its help. */
-		if (!has_unset && (o->type != T_STR || ((const char *)&def + o->offset)[0])) {
+		if (o->per_optim) {
+			print_optim_defaults(f, o->per_optim);
+		} else if (o->type != T_STR || ((const char *)&def + o->offset)[0]) {
 			fputs(" [default: ", f);
 			write_value(&def, o, f);
 			fputc(']', f);
