@@ -49,6 +49,10 @@ static void check_defaults(void)
 	EXPECT(cfg.act == ACT_RELU);
 	EXPECT(cfg.optim == OPTIM_ADAM);
 	EXPECT(cfg.lr == 1e-3f);
+	EXPECT(cfg.momentum == 0.9f && cfg.eps == 1e-8f && cfg.lr_gamma == 0.1f);
+	EXPECT(cfg.comm_timeout == 300.0f && cfg.max_bad_steps == 5 && cfg.keep == 5);
+	/* 'default': the optimizer's row gives them (test_optim checks which) */
+	EXPECT(cfg.beta1 < 0 && cfg.beta2 < 0 && cfg.weight_decay < 0);
 	EXPECT(cfg.batch == 128);
 	EXPECT(cfg.epochs == 5);
 	EXPECT(cfg.steps == 0);
@@ -179,6 +183,27 @@ static void check_errors(void)
 	/* Far from every option and alias: the help, no guess. */
 	char *far[] = {"--zzzzzzzz", "0.1", NULL};
 	EXPECT_ERROR(far, "unknown flag '--zzzzzzzz'", "see mtrain --help");
+	/* Within 3 edits but more than half the name: no guess either. */
+	char *zzzz[] = {"--zzzz", "1", NULL};
+	EXPECT_ERROR(zzzz, "unknown flag '--zzzz'", "see mtrain --help");
+	/* Other trainers' spellings: DeepSpeed's --zero-stage (an option and
+	 * more), Hugging Face's underscores, an alias, a unique start. */
+	char *zero_stage[] = {"--zero-stage", "1", NULL};
+	EXPECT_ERROR(zero_stage, "unknown flag '--zero-stage'", "did you mean '--zero'?");
+	char *wd_[] = {"--weight_decay=0.1", NULL};
+	EXPECT_ERROR(wd_, "unknown flag '--weight_decay'", "did you mean '--weight-decay'?");
+	char *sched[] = {"--lr_scheduler_type", "cosine", NULL};
+	EXPECT_ERROR(sched, "did you mean '--schedule'?");
+	char *warm[] = {"--warmup-steps", "10", NULL};
+	EXPECT_ERROR(warm, "did you mean '--warmup'?");
+	char *optim[] = {"--optim", "adamw", NULL};
+	EXPECT_ERROR(optim, "did you mean '--optimizer'?");
+	char *rate[] = {"--ema-decay-rate", "0.9", NULL}; /* an option, then more */
+	EXPECT_ERROR(rate, "did you mean '--ema-decay'?");
+	char *check[] = {"--check", "10", NULL}; /* the start of one option */
+	EXPECT_ERROR(check, "did you mean '--check-replicas'?");
+	char *ckpt[] = {"--ckpt", "x", NULL}; /* starts two options: no guess */
+	EXPECT_ERROR(ckpt, "see mtrain --help");
 	char *positional[] = {"train.h5", NULL};
 	EXPECT_ERROR(positional, "unexpected argument 'train.h5'");
 
@@ -302,6 +327,12 @@ static void check_round_trip(void)
 	EXPECT(config_parse_text(&back, "weight-decay = -0.5\n", "neg") != 0);
 	EXPECT(contains(user_error_text(), "-0.5 is out of range"));
 	user_error_clear();
+	/* beta1 and beta2 take 'default' too; a value replaces it. */
+	EXPECT(config_parse_text(&back, "beta1 = 0.8\nbeta2 = default\n", "betas") == 0);
+	EXPECT(back.beta1 == 0.8f && back.beta2 < 0);
+	text = config_to_text(&back);
+	EXPECT(contains(text, "beta1 = 0.800000012\nbeta2 = default\n"));
+	free(text);
 }
 
 static void check_help(void)
@@ -322,6 +353,11 @@ static void check_help(void)
 	}
 	EXPECT(contains(text, "[default: 256,256]"));
 	EXPECT(contains(text, "relu|gelu|tanh"));
+	EXPECT(contains(text, "sgd|momentum|adam|adamw|lion"));
+	/* Optimizer-given defaults: the common value, then those that differ. */
+	EXPECT(contains(text, "--beta1 X|default"));
+	EXPECT(contains(text, "[default: 0.999; lion 0.99]"));
+	EXPECT(contains(text, "[default: 0; adamw 0.01]"));
 	free(text);
 }
 
