@@ -93,6 +93,34 @@ static int find_key(const char *text, const char *key, char *buf, size_t len)
 	return 0;
 }
 
+/* The value of line ("key = value") of text, with 'default' resolved to the
+ * default of the optimizer text names when key is such a hyper-parameter. */
+static double resolved_value(const char *text, const char *line, const char *key)
+{
+	const struct option_def *o = config_find_option(key);
+	const char *v = strchr(line, '=');
+	v = v ? v + 1 + strspn(v + 1, " ") : "";
+	if (!o || !o->per_optim || (strcmp(v, OPT_OPTIM_DEFAULT) && strcmp(v, "-1")))
+		return strtod(v, NULL);
+	char optim[64];
+	int kind = find_key(text, "optimizer", optim, sizeof(optim))
+			   ? kind_parse(optim_names, optim + strlen("optimizer = ")) : -1;
+	return kind < 0 ? -1.0 : (double)optim_defaults[kind][o->per_optim];
+}
+
+/* Whether lines a (of text ta) and b (of tb), both for key, say the same:
+ * equal, or 'default' and the value it stands for (a checkpoint written
+ * before --beta1 took 'default' says "beta1 = 0.899999976"). */
+static int same_line(const char *ta, const char *a, const char *tb, const char *b,
+		     const char *key)
+{
+	const struct option_def *o = config_find_option(key);
+	if (!strcmp(a, b))
+		return 1;
+	return o && o->per_optim &&
+	       (float)resolved_value(ta, a, key) == (float)resolved_value(tb, b, key);
+}
+
 /* The first key of text a whose line differs from b's (or that b lacks),
  * skipping keys flagged skip: 1 with both lines ("(nothing)" for the
  * missing one) in line_a and line_b; 0 when there is none. */
@@ -100,6 +128,7 @@ static int first_difference(const char *a, const char *b, unsigned skip, char *l
 			    char *line_b, size_t len)
 {
 	char k[64];
+	const char *text_a = a;
 	while (next_line(&a, line_a, len)) {
 		key_of(line_a, k, sizeof(k));
 		if (key_flagged(k, skip))
@@ -108,7 +137,7 @@ static int first_difference(const char *a, const char *b, unsigned skip, char *l
 			snprintf(line_b, len, "(nothing)");
 			return 1;
 		}
-		if (strcmp(line_a, line_b))
+		if (!same_line(text_a, line_a, b, line_b, k))
 			return 1;
 	}
 	return 0;

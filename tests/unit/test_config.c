@@ -335,6 +335,29 @@ static void check_round_trip(void)
 	free(text);
 }
 
+/* config_diff: a checkpoint written before --beta1 took 'default' says
+ * "beta1 = 0.899999976"; under adam that is what 'default' means, so no
+ * difference; under lion (0.9, 0.99) beta2 = 0.999 is one. */
+static void check_diff_default(void)
+{
+	char a[256], b[256];
+	const char *old = "optimizer = adam\nbeta1 = 0.899999976\nbeta2 = 0.999000013\n"
+			  "weight-decay = default\n";
+	const char *now = "optimizer = adam\nbeta1 = default\nbeta2 = default\n"
+			  "weight-decay = 0\n";
+	EXPECT(config_diff(old, now, 0, a, b, sizeof(a)) == 0);
+	const char *lion = "optimizer = lion\nbeta1 = default\nbeta2 = default\n"
+			   "weight-decay = default\n";
+	const char *lion_old = "optimizer = lion\nbeta1 = 0.899999976\nbeta2 = 0.999000013\n"
+			       "weight-decay = default\n";
+	EXPECT(config_diff(lion_old, lion, 0, a, b, sizeof(a)) == 1);
+	EXPECT_STR(a, "beta2 = 0.999000013");
+	EXPECT_STR(b, "beta2 = default");
+	EXPECT(config_diff(now, "optimizer = adam\nbeta1 = 0.8\nbeta2 = default\n"
+				"weight-decay = 0\n", 0, a, b, sizeof(a)) == 1);
+	EXPECT_STR(a, "beta1 = default");
+}
+
 static void check_help(void)
 {
 	static const char *flags[] = {"data", "eval-data", "layers", "activation", "optimizer",
@@ -370,6 +393,7 @@ int main(void)
 	check_config_file();
 	check_errors();
 	check_round_trip();
+	check_diff_default();
 	check_help();
 	fixture_rmtree(tmpdir);
 	return unit_done("test_config");
