@@ -3,6 +3,7 @@
 #include "check.h"
 #include "options.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,15 +94,18 @@ static int find_key(const char *text, const char *key, char *buf, size_t len)
 	return 0;
 }
 
-/* The value of line ("key = value") of text, with 'default' resolved to the
+/* The value of line ("key = value") of text (NaN if it is none), with 'default' resolved to the
  * default of the optimizer text names when key is such a hyper-parameter. */
 static double resolved_value(const char *text, const char *line, const char *key)
 {
 	const struct option_def *o = config_find_option(key);
 	const char *v = strchr(line, '=');
 	v = v ? v + 1 + strspn(v + 1, " ") : "";
-	if (!o || !o->per_optim || (strcmp(v, OPT_OPTIM_DEFAULT) && strcmp(v, "-1")))
-		return strtod(v, NULL);
+	if (!o || !o->per_optim || (strcmp(v, OPT_OPTIM_DEFAULT) && strcmp(v, "-1"))) {
+		char *end;
+		double d = strtod(v, &end);
+		return *v && !*end ? d : NAN; /* not a number: equal to nothing */
+	}
 	char optim[64];
 	int kind = find_key(text, "optimizer", optim, sizeof(optim))
 			   ? kind_parse(optim_names, optim + strlen("optimizer = ")) : -1;
