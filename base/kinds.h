@@ -15,16 +15,24 @@
 	X(ACT_TANH, "tanh")                                                    \
 	X(ACT_SILU, "silu")
 
-/* X(id, name, slots, first slot suffix, second slot suffix, default weight
- * decay). Slots are TF's names: "<var>/Momentum", "<var>/Adam" (first
- * moment), "<var>/Adam_1" (second moment). The weight decay defaults are
- * PyTorch's. A new optimizer is one row here and its formula in
- * optim_elem (mathfn.h). */
+/* X(id, name, slots, first slot suffix, second slot suffix, beta1, beta2,
+ * weight decay). Slots are TF's names: "<var>/Momentum", "<var>/Adam" (first
+ * moment), "<var>/Adam_1" (second moment), "<var>/Lion" (momentum; TF1 names a
+ * slot after its optimizer). The last three columns are the defaults when --beta1,
+ * --beta2, --weight-decay are left 'default': PyTorch's (lion-pytorch's for
+ * lion); sgd and momentum ignore the betas and carry Adam's. A new optimizer
+ * is one row here and its case in optim_elem (mathfn.h). */
 #define OPTIM_KINDS(X)                                                         \
-	X(OPTIM_SGD, "sgd", 0, NULL, NULL, 0.0f)                               \
-	X(OPTIM_MOMENTUM, "momentum", 1, "Momentum", NULL, 0.0f)               \
-	X(OPTIM_ADAM, "adam", 2, "Adam", "Adam_1", 0.0f)                       \
-	X(OPTIM_ADAMW, "adamw", 2, "Adam", "Adam_1", 0.01f)
+	X(OPTIM_SGD, "sgd", 0, NULL, NULL, 0.9f, 0.999f, 0.0f)                 \
+	X(OPTIM_MOMENTUM, "momentum", 1, "Momentum", NULL, 0.9f, 0.999f, 0.0f) \
+	X(OPTIM_ADAM, "adam", 2, "Adam", "Adam_1", 0.9f, 0.999f, 0.0f)         \
+	X(OPTIM_ADAMW, "adamw", 2, "Adam", "Adam_1", 0.9f, 0.999f, 0.01f)      \
+	X(OPTIM_LION, "lion", 1, "Lion", NULL, 0.9f, 0.99f, 0.0f)
+
+/* The hyper-parameters whose defaults are columns of OPTIM_KINDS, indexing
+ * optim_defaults[kind]; OPTIM_HP_NONE: an option that is not one. */
+enum optim_hp_id { OPTIM_HP_NONE, OPTIM_HP_BETA1, OPTIM_HP_BETA2, OPTIM_HP_WEIGHT_DECAY,
+		   OPTIM_HP_COUNT };
 
 /* X(id, name): where each rank computes (--device). */
 #define DEVICE_KINDS(X)                                                        \
@@ -76,6 +84,9 @@ extern const char *const device_names[];
 extern const char *const precision_names[];
 extern const char *const schedule_names[];
 extern const char *const zero_names[];
+/* Each optimizer's defaults, the columns of its OPTIM_KINDS row:
+ * optim_defaults[OPTIM_LION][OPTIM_HP_BETA2] is 0.99. */
+extern const float optim_defaults[][OPTIM_HP_COUNT];
 
 /* The index of word in names, or -1. */
 int kind_parse(const char *const *names, const char *word);

@@ -293,6 +293,19 @@ MT_FN float adam_step(float w, float g, float *m, float *v, float lr,
 	return w - (lr / bc1) * mm / denom;
 }
 
+/* One Lion step (Chen et al. 2023), lion-pytorch's form: the update is the
+ * sign of beta1 * m + (1 - beta1) * g (0 at 0, as torch.sign); w decays by
+ * lr * wd first (decoupled), then moves by lr * update; the momentum m then
+ * becomes beta2 * m + (1 - beta2) * g. Updates *m, returns the new w. */
+MT_FN float lion_step(float w, float g, float *m, float lr, float beta1, float beta2,
+		      float wd)
+{
+	float c = beta1 * *m + (1.0f - beta1) * g;
+	float update = (float)((c > 0.0f) - (c < 0.0f));
+	*m = beta2 * *m + (1.0f - beta2) * g;
+	return w * (1.0f - lr * wd) - lr * update;
+}
+
 /* Hyper-parameters of one optimizer update, bias corrections precomputed on
  * the host for the step being taken. */
 struct optim_hp {
@@ -300,16 +313,21 @@ struct optim_hp {
 	float lr;           /* learning rate for this step, e.g. 1e-3 */
 	float momentum;     /* momentum: mu, e.g. 0.9 */
 	int nesterov;       /* momentum: 1 for Nesterov */
-	float beta1, beta2; /* adam/adamw, e.g. 0.9, 0.999 */
+	float beta1, beta2; /* adam/adamw, e.g. 0.9, 0.999; lion, e.g. 0.9, 0.99 */
 	float eps;          /* adam/adamw, e.g. 1e-8 */
-	float weight_decay; /* L2 for sgd/momentum/adam, decoupled for adamw */
+	float weight_decay; /* L2 for sgd/momentum/adam, decoupled for adamw/lion */
 	float bc1, bc2;     /* adam: 1 - beta1^t, 1 - beta2^t */
 };
 
 /* Parameter i's update by optimizer kind (hp->kind, passed apart so that a
  * caller can make it a constant) with hp's hyper-parameters, slot1/slot2
  * as that optimizer uses them (unused ones may be NULL). The CPU loops and
- * the CUDA kernel both call this. */
+ * the CUDA kernel both call this. Every kind has its case: no default, and
+ * a missing case is a compile error (-Wswitch made an error here, in C and
+ * in the CUDA kernels' host pass); a value outside the enum gives NaN, which
+ * the next step's non-finite check stops on. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
 MT_FN float optim_elem(enum optim_kind kind, const struct optim_hp *hp, size_t i, const float *w,
 		       const float *g, float *slot1, float *slot2)
 {
@@ -318,11 +336,17 @@ MT_FN float optim_elem(enum optim_kind kind, const struct optim_hp *hp, size_t i
 	case OPTIM_MOMENTUM:
 		return momentum_step(w[i], g[i], &slot1[i], hp->lr, hp->momentum, hp->nesterov,
 				     hp->weight_decay);
-	default:
+	case OPTIM_ADAM:
+	case OPTIM_ADAMW:
 		return adam_step(w[i], g[i], &slot1[i], &slot2[i], hp->lr, hp->beta1, hp->beta2,
 				 hp->eps, hp->weight_decay, hp->bc1, hp->bc2, kind == OPTIM_ADAMW);
+	case OPTIM_LION:
+		return lion_step(w[i], g[i], &slot1[i], hp->lr, hp->beta1, hp->beta2,
+				 hp->weight_decay);
 	}
+	return NAN;
 }
+#pragma GCC diagnostic pop
 
 /* 1 when the float whose bits these are is NaN or infinite (all exponent
  * bits set), else 0: an integer test, so a sum of them vectorises. */

@@ -14,95 +14,65 @@
 #include <string.h>
 
 #define OFF(f) offsetof(struct config, f)
-#define OPT(n, t, f, lo, hi, fl, h) {n, t, OFF(f), lo, hi, NULL, NULL, fl, h, NULL}
-#define OPT_ENUM(n, f, list, fl, h) {n, T_ENUM, OFF(f), 0, 0, list, NULL, fl, h, NULL}
+/* Columns: name, type, field, default (written as a flag's value; NULL: 0 or
+ * ""), range, flags (OPT_*, M below), help. */
+#define OPT(n, t, f, def, lo, hi, fl, h) {n, t, OFF(f), def, lo, hi, NULL, OPTIM_HP_NONE, fl, h, NULL}
+#define OPT_ENUM(n, f, list, def, fl, h) {n, T_ENUM, OFF(f), def, 0, 0, list, OPTIM_HP_NONE, fl, h, NULL}
+/* A hyper-parameter whose default is a column of the optimizer's row (kinds.h). */
+#define OPT_OPTIM(n, f, lo, hi, hp, h) {n, T_FLOAT, OFF(f), OPT_OPTIM_DEFAULT, lo, hi, NULL, hp, 0, h, NULL}
 /* The "may change" column: M, a resumed run may change it without a word
  * (where files are, how long to run, how to log, on what to compute); the
  * others are named in a warning when they differ from the checkpoint's. */
 #define M OPT_MAY_CHANGE
 const struct option_def options[] = {
-	OPT("data", T_STR, data, 0, 0, M, "training set: HDF5 with x [N,D] or [N,H,W,C] and y [N] (default: Fashion-MNIST, imported on first use)"),
-	OPT("eval-data", T_STR, eval_data, 0, 0, M, "evaluation set, same layout; 'none' for no evaluation"),
-	OPT("layers", T_LIST, hidden, 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
-	OPT_ENUM("activation", act, act_names, 0, "hidden activation"),
-	{"input-shape", T_STR, OFF(input_shape), 0, 0, NULL, NULL, OPT_SHAPE, "the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: the data's, a flat row for x [N,D]", "H,W,C"},
-	{"model", T_STR, OFF(model), 0, 0, NULL, NULL, OPT_SHAPE, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: Models)", "LAYER,LAYER,..."},
-	OPT("sync-bn", T_BOOL, sync_bn, 0, 1, 0, "batchnorm normalises with the whole global batch's statistics (an all-reduce per layer, forward and backward) instead of each rank's own (on|off)"),
-	OPT_ENUM("optimizer", optim, optim_names, 0, "optimizer"),
-	OPT("lr", T_FLOAT, lr, 0, 100, 0, "peak learning rate"),
-	OPT("momentum", T_FLOAT, momentum, 0, 0.999999, 0, "momentum coefficient (momentum optimizer)"),
-	OPT("nesterov", T_BOOL, nesterov, 0, 1, 0, "Nesterov momentum (on|off)"),
-	OPT("beta1", T_FLOAT, beta1, 0, 0.999999, 0, "Adam first-moment decay"),
-	OPT("beta2", T_FLOAT, beta2, 0, 0.999999, 0, "Adam second-moment decay"),
-	OPT("eps", T_FLOAT, eps, 0, 1, 0, "Adam epsilon"),
-	{"weight-decay", T_FLOAT, OFF(weight_decay), 0, 10, NULL, "default", 0, "weight decay: L2 for sgd/momentum/adam, decoupled for adamw (default 0; 0.01 for adamw)", NULL},
-	OPT_ENUM("schedule", schedule, schedule_names, 0, "learning-rate schedule after warm-up"),
-	OPT("warmup", T_LONG, warmup, 0, 1e12, 0, "linear warm-up steps"),
-	OPT("lr-min", T_FLOAT, lr_min, 0, 100, 0, "cosine schedule floor"),
-	OPT("lr-step-every", T_LONG, lr_step_every, 1, 1e12, 0, "step schedule: steps between decays"),
-	OPT("lr-gamma", T_FLOAT, lr_gamma, 0, 1, 0, "step schedule: decay factor"),
-	OPT("batch", T_INT, batch, 1, 1 << 24, 0, "global batch size, split across ranks"),
-	OPT("eval-batch", T_INT, eval_batch, 1, 1 << 20, M, "evaluation rows per rank per batch"),
-	OPT("epochs", T_INT, epochs, 1, 1e6, M, "epochs to train (ignored when --steps is set)"),
-	OPT("steps", T_LONG, steps, 0, 1e12, M, "total optimizer steps; 0: as many as --epochs make"),
-	OPT("seed", T_U64, seed, 0, 0, 0, "seed of the initial weights and of each epoch's order"),
-	OPT("ema-decay", T_FLOAT, ema_decay, 0, 0.9999999, 0, "EMA decay (below 1 in float32)"),
-	OPT("ema-num-updates", T_BOOL, ema_num_updates, 0, 1, 0, "decay = min(decay, (1+step)/(10+step)) (on|off)"),
-	OPT("ema-sync-every", T_LONG, ema_sync_every, 1, 1e12, M, "steps between broadcasts of rank 0's EMA shadows"),
-	OPT("ckpt-dir", T_STR, ckpt_dir, 0, 0, M, "checkpoint folder"),
-	OPT("ckpt-every", T_LONG, ckpt_every, 0, 1e12, M, "steps between checkpoints, besides those at the end of every epoch and of the run; 0: only those"),
-	OPT("keep", T_INT, keep, 1, 1e6, M, "newest checkpoints kept"),
-	OPT("resume", T_STR, resume, 0, 0, M, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"),
-	OPT("log-every", T_LONG, log_every, 1, 1e12, M, "steps between progress lines"),
-	OPT("metrics", T_STR, metrics, 0, 0, M, "append JSON-lines metrics to this file (rank 0)"),
-	OPT_ENUM("device", device, device_names, M, "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"),
-	OPT_ENUM("zero", zero, zero_names, M, "ZeRO stage 1: 1 splits the optimizer's update and slots over the ranks (gradients reduce-scattered, weights all-gathered), 0 keeps a whole copy on every rank, auto: 1 where it is faster (one node, or NCCL)"),
-	OPT_ENUM("precision", precision, precision_names, M, "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"),
-	OPT("comm-timeout", T_FLOAT, comm_timeout, 1, 86400, M, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"),
-	OPT("max-bad-steps", T_INT, max_bad_steps, 1, 1e6, M, "steps in a row whose gradients hold NaN or Inf (skipped, retried) before the job stops"),
-	OPT("check-replicas", T_LONG, check_replicas, 0, 1e12, M, "every N steps and at each checkpoint, stop if any rank's weights (or shadows after a sync) differ bitwise from rank 0's; 0: never"),
-	OPT("tensorboard", T_STR, tensorboard, 0, 0, M, "write TensorBoard scalars to an event file in this folder (rank 0)"),
-	OPT("timeline", T_STR, timeline, 0, 0, M, "write a Chrome trace of every rank's phases to this file (Perfetto, chrome://tracing)"),
-	{"timeline-steps", T_STR, OFF(timeline_steps), 0, 0, NULL, NULL, M, "the steps the timeline records, as progress lines count them (default: all)", "A:B"},
-	OPT("config", T_STR, config_file, 0, 0, OPT_NOT_STORED, "key = value file of these options; flags override it"),
+	OPT("data", T_STR, data, NULL, 0, 0, M, "training set: HDF5 with x [N,D] or [N,H,W,C] and y [N] (default: Fashion-MNIST, imported on first use)"),
+	OPT("eval-data", T_STR, eval_data, NULL, 0, 0, M, "evaluation set, same layout; 'none' for no evaluation"),
+	OPT("layers", T_LIST, hidden, "256,256", 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
+	OPT_ENUM("activation", act, act_names, "relu", 0, "hidden activation"),
+	{"input-shape", T_STR, OFF(input_shape), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE, "the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: the data's, a flat row for x [N,D]", "H,W,C"},
+	{"model", T_STR, OFF(model), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: Models)", "LAYER,LAYER,..."},
+	OPT("sync-bn", T_BOOL, sync_bn, "off", 0, 1, 0, "batchnorm normalises with the whole global batch's statistics (an all-reduce per layer, forward and backward) instead of each rank's own (on|off)"),
+	OPT_ENUM("optimizer", optim, optim_names, "adam", 0, "optimizer"),
+	OPT("lr", T_FLOAT, lr, "0.001", 0, 100, 0, "peak learning rate"),
+	OPT("momentum", T_FLOAT, momentum, "0.9", 0, 0.999999, 0, "momentum coefficient (momentum optimizer)"),
+	OPT("nesterov", T_BOOL, nesterov, "off", 0, 1, 0, "Nesterov momentum (on|off)"),
+	OPT_OPTIM("beta1", beta1, 0, 0.999999, OPTIM_HP_BETA1, "Adam's first-moment decay; Lion's interpolation of the update"),
+	OPT_OPTIM("beta2", beta2, 0, 0.999999, OPTIM_HP_BETA2, "Adam's second-moment decay; Lion's momentum decay"),
+	OPT("eps", T_FLOAT, eps, "1e-8", 0, 1, 0, "Adam epsilon"),
+	OPT_OPTIM("weight-decay", weight_decay, 0, 10, OPTIM_HP_WEIGHT_DECAY, "weight decay: L2 for sgd/momentum/adam, decoupled (PyTorch's AdamW form) for the others"),
+	OPT_ENUM("schedule", schedule, schedule_names, "constant", 0, "learning-rate schedule after warm-up"),
+	OPT("warmup", T_LONG, warmup, "0", 0, 1e12, 0, "linear warm-up steps"),
+	OPT("lr-min", T_FLOAT, lr_min, "0", 0, 100, 0, "cosine schedule floor"),
+	OPT("lr-step-every", T_LONG, lr_step_every, "1000", 1, 1e12, 0, "step schedule: steps between decays"),
+	OPT("lr-gamma", T_FLOAT, lr_gamma, "0.1", 0, 1, 0, "step schedule: decay factor"),
+	OPT("batch", T_INT, batch, "128", 1, 1 << 24, 0, "global batch size, split across ranks"),
+	OPT("eval-batch", T_INT, eval_batch, "1000", 1, 1 << 20, M, "evaluation rows per rank per batch"),
+	OPT("epochs", T_INT, epochs, "5", 1, 1e6, M, "epochs to train (ignored when --steps is set)"),
+	OPT("steps", T_LONG, steps, "0", 0, 1e12, M, "total optimizer steps; 0: as many as --epochs make"),
+	OPT("seed", T_U64, seed, "42", 0, 0, 0, "seed of the initial weights and of each epoch's order"),
+	OPT("ema-decay", T_FLOAT, ema_decay, "0.999", 0, 0.9999999, 0, "EMA decay (below 1 in float32)"),
+	OPT("ema-num-updates", T_BOOL, ema_num_updates, "on", 0, 1, 0, "decay = min(decay, (1+step)/(10+step)) (on|off)"),
+	OPT("ema-sync-every", T_LONG, ema_sync_every, "100", 1, 1e12, M, "steps between broadcasts of rank 0's EMA shadows"),
+	OPT("ckpt-dir", T_STR, ckpt_dir, "checkpoints", 0, 0, M, "checkpoint folder"),
+	OPT("ckpt-every", T_LONG, ckpt_every, "0", 0, 1e12, M, "steps between checkpoints, besides those at the end of every epoch and of the run; 0: only those"),
+	OPT("keep", T_INT, keep, "5", 1, 1e6, M, "newest checkpoints kept"),
+	OPT("resume", T_STR, resume, "auto", 0, 0, M, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"),
+	OPT("log-every", T_LONG, log_every, "50", 1, 1e12, M, "steps between progress lines"),
+	OPT("metrics", T_STR, metrics, NULL, 0, 0, M, "append JSON-lines metrics to this file (rank 0)"),
+	OPT_ENUM("device", device, device_names, "auto", M, "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"),
+	OPT_ENUM("zero", zero, zero_names, "auto", M, "ZeRO stage 1: 1 splits the optimizer's update and slots over the ranks (gradients reduce-scattered, weights all-gathered), 0 keeps a whole copy on every rank, auto: 1 where it is faster (one node, or NCCL)"),
+	OPT_ENUM("precision", precision, precision_names, "fp32", M, "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"),
+	OPT("comm-timeout", T_FLOAT, comm_timeout, "300", 1, 86400, M, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"),
+	OPT("max-bad-steps", T_INT, max_bad_steps, "5", 1, 1e6, M, "steps in a row whose gradients hold NaN or Inf (skipped, retried) before the job stops"),
+	OPT("check-replicas", T_LONG, check_replicas, "0", 0, 1e12, M, "every N steps and at each checkpoint, stop if any rank's weights (or shadows after a sync) differ bitwise from rank 0's; 0: never"),
+	OPT("tensorboard", T_STR, tensorboard, NULL, 0, 0, M, "write TensorBoard scalars to an event file in this folder (rank 0)"),
+	OPT("timeline", T_STR, timeline, NULL, 0, 0, M, "write a Chrome trace of every rank's phases to this file (Perfetto, chrome://tracing)"),
+	{"timeline-steps", T_STR, OFF(timeline_steps), NULL, 0, 0, NULL, OPTIM_HP_NONE, M, "the steps the timeline records, as progress lines count them (default: all)", "A:B"},
+	OPT("config", T_STR, config_file, NULL, 0, 0, OPT_NOT_STORED, "key = value file of these options; flags override it"),
 };
 #undef M
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 const size_t n_options = N_OPTIONS;
-
-void config_defaults(struct config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->hidden[0] = cfg->hidden[1] = 256;
-	cfg->n_hidden = 2;
-	cfg->act = ACT_RELU;
-	cfg->optim = OPTIM_ADAM;
-	cfg->lr = 1e-3f;
-	cfg->momentum = 0.9f;
-	cfg->beta1 = 0.9f;
-	cfg->beta2 = 0.999f;
-	cfg->eps = 1e-8f;
-	cfg->weight_decay = -1.0f;
-	cfg->schedule = SCHED_CONSTANT;
-	cfg->lr_step_every = 1000;
-	cfg->lr_gamma = 0.1f;
-	cfg->batch = 128;
-	cfg->eval_batch = 1000;
-	cfg->epochs = 5;
-	cfg->seed = 42;
-	cfg->ema_decay = 0.999f;
-	cfg->ema_num_updates = 1;
-	cfg->ema_sync_every = 100;
-	snprintf(cfg->ckpt_dir, PATH_LEN, "checkpoints");
-	cfg->keep = 5;
-	snprintf(cfg->resume, PATH_LEN, "auto");
-	cfg->log_every = 50;
-	cfg->device = DEVICE_AUTO;
-	cfg->zero = ZERO_AUTO;
-	cfg->precision = PRECISION_FP32;
-	cfg->comm_timeout = 300.0f;
-	cfg->max_bad_steps = 5;
-}
 
 /* Edit distance, for "did you mean". */
 static int edit_distance(const char *a, const char *b)
@@ -132,19 +102,38 @@ const struct option_def *config_find_option(const char *name)
 	return NULL;
 }
 
-/* Spellings users bring from other trainers, for "did you mean". */
+/* Spellings users bring from other trainers (Hugging Face, DeepSpeed,
+ * Megatron, timm, Keras), for "did you mean"; '_' is compared as '-'. */
 static const char *const aliases[][2] = {
 	{"learning-rate", "lr"}, {"batch-size", "batch"}, {"num-epochs", "epochs"},
 	{"max-steps", "steps"}, {"optimiser", "optimizer"}, {"act", "activation"},
 	{"hidden", "layers"}, {"checkpoint-dir", "ckpt-dir"}, {"save-every", "ckpt-every"},
 	{"ema", "ema-decay"}, {"wd", "weight-decay"}, {"train-data", "data"},
-	{"val-data", "eval-data"}, {"test-data", "eval-data"},
+	{"val-data", "eval-data"}, {"test-data", "eval-data"}, {"zero-stage", "zero"},
+	{"lr-scheduler", "schedule"}, {"lr-scheduler-type", "schedule"},
+	{"lr-decay-style", "schedule"}, {"warmup-steps", "warmup"}, {"min-lr", "lr-min"},
+	{"train-iters", "steps"}, {"global-batch-size", "batch"}, {"optim", "optimizer"},
+	{"per-device-train-batch-size", "batch"}, {"num-train-epochs", "epochs"},
+	{"adam-beta1", "beta1"}, {"adam-beta2", "beta2"}, {"adam-epsilon", "eps"},
+	{"adam-eps", "eps"}, {"save-steps", "ckpt-every"}, {"save-interval", "ckpt-every"},
+	{"save-total-limit", "keep"}, {"output-dir", "ckpt-dir"}, {"logging-steps", "log-every"},
+	{"log-interval", "log-every"}, {"resume-from-checkpoint", "resume"}, {"bf16", "precision"},
+	{"lr-warmup-iters", "warmup"}, {"lr-warmup-steps", "warmup"}, {"lr-decay", "lr-gamma"},
 };
 
-static const char *closest_option(const char *name)
+/* The option name is closest to: an alias or option within 3 edits and
+ * half name's length (an alias first), else the longest option that name begins with followed by
+ * '-' ("zero-stage"), else the one option that begins with name; NULL when
+ * none is. */
+static const char *closest_option(const char *flag)
 {
-	const char *best = NULL;
-	int best_d = 4;
+	char name[64];
+	size_t n = 0;
+	for (; flag[n] && n < sizeof(name) - 1; n++)
+		name[n] = flag[n] == '_' ? '-' : (char)tolower((unsigned char)flag[n]);
+	name[n] = 0;
+	const char *best = NULL, *prefixed = NULL, *started = NULL;
+	int best_d = n / 2 < 3 ? (int)n / 2 + 1 : 4, n_started = 0;
 	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
 		int d = edit_distance(name, aliases[i][0]);
 		if (d < best_d) {
@@ -153,13 +142,19 @@ static const char *closest_option(const char *name)
 		}
 	}
 	for (size_t i = 0; i < n_options; i++) {
-		int d = edit_distance(name, options[i].name);
+		const char *o = options[i].name;
+		size_t lo = strlen(o);
+		int d = edit_distance(name, o);
 		if (d < best_d) {
 			best_d = d;
-			best = options[i].name;
+			best = o;
 		}
+		if (!strncmp(name, o, lo) && name[lo] == '-' && (!prefixed || lo > strlen(prefixed)))
+			prefixed = o;
+		if (n >= 2 && !strncmp(o, name, n))
+			n_started++, started = o;
 	}
-	return best;
+	return best ? best : prefixed ? prefixed : n_started == 1 ? started : NULL;
 }
 
 static int unknown_option(const char *where, const char *prefix, const char *name)
@@ -243,7 +238,7 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 	default: {
 		double d;
 		/* "-1": how checkpoints before 'default' existed wrote it. */
-		if (o->type == T_FLOAT && o->unset && (!strcmp(v, o->unset) || !strcmp(v, "-1")))
+		if (o->per_optim && (!strcmp(v, OPT_OPTIM_DEFAULT) || !strcmp(v, "-1")))
 			return *(float *)base = -1.0f, 0;
 		if (o->type == T_FLOAT)
 			d = strtod(v, &end);
@@ -263,6 +258,15 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 		return 0;
 	}
 	}
+}
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < n_options; i++)
+		if (options[i].def && set_option(cfg, &options[i], options[i].def, options[i].name))
+			check_fail("mtrain", options[i].name, "its default in the option table",
+				   __FILE__, __LINE__);
 }
 
 int config_parse_text(struct config *cfg, const char *text, const char *where)

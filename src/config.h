@@ -24,7 +24,9 @@ struct config {
 	float lr;                 /* peak learning rate, e.g. 1e-3 */
 	float momentum;           /* momentum optimizer, e.g. 0.9 */
 	int nesterov;             /* 0/1 */
-	float beta1, beta2, eps;  /* adam/adamw, e.g. 0.9, 0.999, 1e-8 */
+	float beta1, beta2;       /* adam/adamw/lion, e.g. 0.9, 0.999; < 0: the
+				   * optimizer's default */
+	float eps;                /* adam/adamw, e.g. 1e-8 */
 	float weight_decay;       /* e.g. 0; < 0 means the optimizer's default */
 	int schedule;             /* enum lr_schedule */
 	long warmup;              /* linear warm-up steps, e.g. 0 */

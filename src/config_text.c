@@ -3,6 +3,7 @@
 #include "check.h"
 #include "options.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +28,8 @@ static void write_value(const struct config *cfg, const struct option_def *o, FI
 	case T_INT: fprintf(f, "%d", *(const int *)base); break;
 	case T_LONG: fprintf(f, "%ld", *(const long *)base); break;
 	case T_FLOAT:
-		if (o->unset && *(const float *)base < 0.0f)
-			fputs(o->unset, f);
+		if (o->per_optim && *(const float *)base < 0.0f)
+			fputs(OPT_OPTIM_DEFAULT, f);
 		else
 			fprintf(f, "%.9g", *(const float *)base);
 		break;
@@ -93,6 +94,37 @@ static int find_key(const char *text, const char *key, char *buf, size_t len)
 	return 0;
 }
 
+/* The value of line ("key = value") of text (NaN if it is none), with 'default' resolved to the
+ * default of the optimizer text names when key is such a hyper-parameter. */
+static double resolved_value(const char *text, const char *line, const char *key)
+{
+	const struct option_def *o = config_find_option(key);
+	const char *v = strchr(line, '=');
+	v = v ? v + 1 + strspn(v + 1, " ") : "";
+	if (!o || !o->per_optim || (strcmp(v, OPT_OPTIM_DEFAULT) && strcmp(v, "-1"))) {
+		char *end;
+		double d = strtod(v, &end);
+		return *v && !*end ? d : NAN; /* not a number: equal to nothing */
+	}
+	char optim[64];
+	int kind = find_key(text, "optimizer", optim, sizeof(optim))
+			   ? kind_parse(optim_names, optim + strlen("optimizer = ")) : -1;
+	return kind < 0 ? -1.0 : (double)optim_defaults[kind][o->per_optim];
+}
+
+/* Whether lines a (of text ta) and b (of tb), both for key, say the same:
+ * equal, or 'default' and the value it stands for (a checkpoint written
+ * before --beta1 took 'default' says "beta1 = 0.899999976"). */
+static int same_line(const char *ta, const char *a, const char *tb, const char *b,
+		     const char *key)
+{
+	const struct option_def *o = config_find_option(key);
+	if (!strcmp(a, b))
+		return 1;
+	return o && o->per_optim &&
+	       (float)resolved_value(ta, a, key) == (float)resolved_value(tb, b, key);
+}
+
 /* The first key of text a whose line differs from b's (or that b lacks),
  * skipping keys flagged skip: 1 with both lines ("(nothing)" for the
  * missing one) in line_a and line_b; 0 when there is none. */
@@ -100,6 +132,7 @@ static int first_difference(const char *a, const char *b, unsigned skip, char *l
 			    char *line_b, size_t len)
 {
 	char k[64];
+	const char *text_a = a;
 	while (next_line(&a, line_a, len)) {
 		key_of(line_a, k, sizeof(k));
 		if (key_flagged(k, skip))
@@ -108,7 +141,7 @@ static int first_difference(const char *a, const char *b, unsigned skip, char *l
 			snprintf(line_b, len, "(nothing)");
 			return 1;
 		}
-		if (strcmp(line_a, line_b))
+		if (!same_line(text_a, line_a, b, line_b, k))
 			return 1;
 	}
 	return 0;
@@ -123,27 +156,50 @@ int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char 
 	       first_difference(b, a, skip, line_b, line_a, len);
 }
 
+/* " [default: 0.999; lion 0.99]": the value most optimizers' rows give the
+ * hyper-parameter which, then the optimizers that differ. */
+static void print_optim_defaults(FILE *f, enum optim_hp_id which)
+{
+	float common = optim_defaults[0][which];
+	int most = 0;
+	for (int i = 0; optim_names[i]; i++) {
+		int same = 0;
+		for (int j = 0; optim_names[j]; j++)
+			same += optim_defaults[j][which] == optim_defaults[i][which];
+		if (same > most) {
+			most = same;
+			common = optim_defaults[i][which];
+		}
+	}
+	fprintf(f, " [default: %g", common);
+	for (int i = 0, first = 1; optim_names[i]; i++)
+		if (optim_defaults[i][which] != common) {
+			fprintf(f, "%s %s %g", first ? ";" : ",", optim_names[i],
+				optim_defaults[i][which]);
+			first = 0;
+		}
+	fputc(']', f);
+}
+
 void config_print_help(FILE *f)
 {
 	struct config def;
 	config_defaults(&def);
 	for (size_t i = 0; i < n_options; i++) {
 		const struct option_def *o = &options[i];
-		char flag[64], unset[32] = "", list[128];
-		int has_unset = o->type == T_FLOAT && o->unset;
-		if (has_unset)
-			snprintf(unset, sizeof(unset), "X|%s", o->unset);
+		char flag[64], list[128];
 		const char *meta = o->meta ? o->meta
 				   : o->type == T_ENUM ? kind_choices(o->names, list, sizeof(list))
 				   : o->type == T_STR ? "PATH"
 				   : o->type == T_BOOL ? "on|off"
 				   : o->type == T_LIST ? "W,W,..."
-				   : has_unset ? unset
+				   : o->per_optim ? "X|" OPT_OPTIM_DEFAULT
 				   : o->type == T_FLOAT ? "X" : "N";
 		snprintf(flag, sizeof(flag), "--%s %s", o->name, meta);
 		fprintf(f, "  %-34s %s", flag, o->help);
-		/* An option with an "unset" word says its defaults in its help. */
-		if (!has_unset && (o->type != T_STR || ((const char *)&def + o->offset)[0])) {
+		if (o->per_optim) {
+			print_optim_defaults(f, o->per_optim);
+		} else if (o->type != T_STR || ((const char *)&def + o->offset)[0]) {
 			fputs(" [default: ", f);
 			write_value(&def, o, f);
 			fputc(']', f);

@@ -5,24 +5,29 @@
 #include <math.h>
 #include <string.h>
 
-/* The OPTIM_KINDS table: slots, their names and the default weight decay. */
+/* The OPTIM_KINDS table: slots and their names (the defaults are kinds.c's
+ * optim_defaults). */
 static const struct optim_info {
 	int n_slots;
 	const char *slot_suffix[2];
-	float weight_decay;
 } optim_info[] = {
-#define OPTIM_INFO(id, name, slots, s1, s2, wd) [id] = {slots, {s1, s2}, wd},
+#define OPTIM_INFO(id, name, slots, s1, s2, ...) [id] = {slots, {s1, s2}},
 	OPTIM_KINDS(OPTIM_INFO)
 #undef OPTIM_INFO
 };
 
 int optim_slots(const struct config *cfg) { return optim_info[cfg->optim].n_slots; }
 
+/* value as set, or the optimizer's default for hyper-parameter which when
+ * it was left 'default' (stored as -1). */
+static float value_or_default(float value, const struct config *cfg, enum optim_hp_id which)
+{
+	return value >= 0.0f ? value : optim_defaults[cfg->optim][which];
+}
+
 float optim_weight_decay(const struct config *cfg)
 {
-	if (cfg->weight_decay >= 0.0f)
-		return cfg->weight_decay;
-	return optim_info[cfg->optim].weight_decay;
+	return value_or_default(cfg->weight_decay, cfg, OPTIM_HP_WEIGHT_DECAY);
 }
 
 void optim_init(struct optim *o, const struct backend *be, const struct config *cfg, size_t n)
@@ -33,8 +38,8 @@ void optim_init(struct optim *o, const struct backend *be, const struct config *
 	o->hp.kind = (enum optim_kind)cfg->optim;
 	o->hp.momentum = cfg->momentum;
 	o->hp.nesterov = cfg->nesterov;
-	o->hp.beta1 = cfg->beta1;
-	o->hp.beta2 = cfg->beta2;
+	o->hp.beta1 = value_or_default(cfg->beta1, cfg, OPTIM_HP_BETA1);
+	o->hp.beta2 = value_or_default(cfg->beta2, cfg, OPTIM_HP_BETA2);
 	o->hp.eps = cfg->eps;
 	o->hp.weight_decay = optim_weight_decay(cfg);
 	const struct optim_info *info = &optim_info[cfg->optim];

@@ -1,7 +1,7 @@
-/* Optimizers (sgd, momentum, adam, adamw) over the flat parameter buffer, and
- * the learning-rate schedule (linear warm-up, then constant, cosine or step).
- * Slots share the parameter layout and carry TF names: "<var>/Momentum",
- * "<var>/Adam" (first moment), "<var>/Adam_1" (second moment). */
+/* Optimizers (kinds.h's OPTIM_KINDS: sgd, momentum, adam, ...) over the flat
+ * parameter buffer, and the learning-rate schedule (linear warm-up, then
+ * constant, cosine or step). Slots share the parameter layout and carry TF
+ * names, e.g. "<var>/Adam" (first moment), "<var>/Adam_1" (second moment). */
 #pragma once
 #include "backend.h"
 #include "config.h"
@@ -24,5 +24,6 @@ float optim_lr(const struct config *cfg, long step, long total_steps);
 void optim_step(struct optim *o, float *w, const float *g, long t, float lr);
 /* The slots (buffers of P) the optimizer of cfg keeps, e.g. 2 for Adam. */
 int optim_slots(const struct config *cfg);
-/* The weight decay cfg asks for, with the optimizer's default resolved. */
+/* The weight decay cfg asks for, with the optimizer's default resolved
+ * (optim_init resolves --beta1 and --beta2 the same way). */
 float optim_weight_decay(const struct config *cfg);

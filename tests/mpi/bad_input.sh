@@ -30,6 +30,10 @@ bad() {
 }
 bad "unknown flag '--lerning-rate' (did you mean '--lr'?)" "${SMALL[@]}" --lerning-rate 3
 bad "unknown flag '--optimiser' (did you mean '--optimizer'?)" "${SMALL[@]}" --optimiser sgd
+# Other trainers' spellings: DeepSpeed's, Hugging Face's underscores.
+bad "unknown flag '--zero-stage' (did you mean '--zero'?)" "${SMALL[@]}" --zero-stage 1
+bad "unknown flag '--weight_decay' (did you mean '--weight-decay'?)" "${SMALL[@]}" --weight_decay 0.1
+bad "unknown flag '--lr-scheduler' (did you mean '--schedule'?)" "${SMALL[@]}" --lr-scheduler cosine
 bad "typo.conf:2: unknown config key 'lerning-rate'" "${SMALL[@]}" --config typo.conf
 bad "noeq.conf:1: expected 'key = value'" "${SMALL[@]}" --config noeq.conf
 bad "missing.conf: cannot open" "${SMALL[@]}" --config missing.conf

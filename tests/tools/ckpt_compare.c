@@ -21,6 +21,7 @@
  *                             (1 + t) / (10 + t)), to 1e-6 relative
  * Exit status 0 when the check holds, 1 otherwise (reasons on stderr). */
 #include "ckpt.h"
+#include "kinds.h"
 #include "log.h"
 
 #include <math.h>
@@ -107,12 +108,16 @@ static int compare(const char *pa, const char *pb, double rtol, enum measure how
 	return bad;
 }
 
+/* Whether name is "<var>/<suffix>" of an EMA shadow or of any optimizer's
+ * slot (kinds.h's OPTIM_KINDS, so a new optimizer needs nothing here). */
 static int is_slot(const char *name)
 {
-	static const char *suffix[] = {"/ExponentialMovingAverage", "/Momentum", "/Adam", "/Adam_1"};
+#define SLOT_SUFFIXES(id, optim, slots, s1, s2, ...) s1, s2,
+	static const char *suffix[] = {"ExponentialMovingAverage", OPTIM_KINDS(SLOT_SUFFIXES)};
+#undef SLOT_SUFFIXES
 	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
-		size_t ls = strlen(suffix[i]), ln = strlen(name);
-		if (ln > ls && !strcmp(name + ln - ls, suffix[i]))
+		size_t ls = suffix[i] ? strlen(suffix[i]) : 0, ln = strlen(name);
+		if (ls && ln > ls + 1 && name[ln - ls - 1] == '/' && !strcmp(name + ln - ls, suffix[i]))
 			return 1;
 	}
 	return 0;

@@ -49,6 +49,10 @@ static void check_defaults(void)
 	EXPECT(cfg.act == ACT_RELU);
 	EXPECT(cfg.optim == OPTIM_ADAM);
 	EXPECT(cfg.lr == 1e-3f);
+	EXPECT(cfg.momentum == 0.9f && cfg.eps == 1e-8f && cfg.lr_gamma == 0.1f);
+	EXPECT(cfg.comm_timeout == 300.0f && cfg.max_bad_steps == 5 && cfg.keep == 5);
+	/* 'default': the optimizer's row gives them (test_optim checks which) */
+	EXPECT(cfg.beta1 < 0 && cfg.beta2 < 0 && cfg.weight_decay < 0);
 	EXPECT(cfg.batch == 128);
 	EXPECT(cfg.epochs == 5);
 	EXPECT(cfg.steps == 0);
@@ -179,6 +183,27 @@ static void check_errors(void)
 	/* Far from every option and alias: the help, no guess. */
 	char *far[] = {"--zzzzzzzz", "0.1", NULL};
 	EXPECT_ERROR(far, "unknown flag '--zzzzzzzz'", "see mtrain --help");
+	/* Within 3 edits but more than half the name: no guess either. */
+	char *zzzz[] = {"--zzzz", "1", NULL};
+	EXPECT_ERROR(zzzz, "unknown flag '--zzzz'", "see mtrain --help");
+	/* Other trainers' spellings: DeepSpeed's --zero-stage (an option and
+	 * more), Hugging Face's underscores, an alias, a unique start. */
+	char *zero_stage[] = {"--zero-stage", "1", NULL};
+	EXPECT_ERROR(zero_stage, "unknown flag '--zero-stage'", "did you mean '--zero'?");
+	char *wd_[] = {"--weight_decay=0.1", NULL};
+	EXPECT_ERROR(wd_, "unknown flag '--weight_decay'", "did you mean '--weight-decay'?");
+	char *sched[] = {"--lr_scheduler_type", "cosine", NULL};
+	EXPECT_ERROR(sched, "did you mean '--schedule'?");
+	char *warm[] = {"--warmup-steps", "10", NULL};
+	EXPECT_ERROR(warm, "did you mean '--warmup'?");
+	char *optim[] = {"--optim", "adamw", NULL};
+	EXPECT_ERROR(optim, "did you mean '--optimizer'?");
+	char *rate[] = {"--ema-decay-rate", "0.9", NULL}; /* an option, then more */
+	EXPECT_ERROR(rate, "did you mean '--ema-decay'?");
+	char *check[] = {"--check", "10", NULL}; /* the start of one option */
+	EXPECT_ERROR(check, "did you mean '--check-replicas'?");
+	char *ckpt[] = {"--ckpt", "x", NULL}; /* starts two options: no guess */
+	EXPECT_ERROR(ckpt, "see mtrain --help");
 	char *positional[] = {"train.h5", NULL};
 	EXPECT_ERROR(positional, "unexpected argument 'train.h5'");
 
@@ -302,6 +327,35 @@ static void check_round_trip(void)
 	EXPECT(config_parse_text(&back, "weight-decay = -0.5\n", "neg") != 0);
 	EXPECT(contains(user_error_text(), "-0.5 is out of range"));
 	user_error_clear();
+	/* beta1 and beta2 take 'default' too; a value replaces it. */
+	EXPECT(config_parse_text(&back, "beta1 = 0.8\nbeta2 = default\n", "betas") == 0);
+	EXPECT(back.beta1 == 0.8f && back.beta2 < 0);
+	text = config_to_text(&back);
+	EXPECT(contains(text, "beta1 = 0.800000012\nbeta2 = default\n"));
+	free(text);
+}
+
+/* config_diff: a checkpoint written before --beta1 took 'default' says
+ * "beta1 = 0.899999976"; under adam that is what 'default' means, so no
+ * difference; under lion (0.9, 0.99) beta2 = 0.999 is one. */
+static void check_diff_default(void)
+{
+	char a[256], b[256];
+	const char *old = "optimizer = adam\nbeta1 = 0.899999976\nbeta2 = 0.999000013\n"
+			  "weight-decay = default\n";
+	const char *now = "optimizer = adam\nbeta1 = default\nbeta2 = default\n"
+			  "weight-decay = 0\n";
+	EXPECT(config_diff(old, now, 0, a, b, sizeof(a)) == 0);
+	const char *lion = "optimizer = lion\nbeta1 = default\nbeta2 = default\n"
+			   "weight-decay = default\n";
+	const char *lion_old = "optimizer = lion\nbeta1 = 0.899999976\nbeta2 = 0.999000013\n"
+			       "weight-decay = default\n";
+	EXPECT(config_diff(lion_old, lion, 0, a, b, sizeof(a)) == 1);
+	EXPECT_STR(a, "beta2 = 0.999000013");
+	EXPECT_STR(b, "beta2 = default");
+	EXPECT(config_diff(now, "optimizer = adam\nbeta1 = 0.8\nbeta2 = default\n"
+				"weight-decay = 0\n", 0, a, b, sizeof(a)) == 1);
+	EXPECT_STR(a, "beta1 = default");
 }
 
 static void check_help(void)
@@ -322,6 +376,11 @@ static void check_help(void)
 	}
 	EXPECT(contains(text, "[default: 256,256]"));
 	EXPECT(contains(text, "relu|gelu|tanh"));
+	EXPECT(contains(text, "sgd|momentum|adam|adamw|lion"));
+	/* Optimizer-given defaults: the common value, then those that differ. */
+	EXPECT(contains(text, "--beta1 X|default"));
+	EXPECT(contains(text, "[default: 0.999; lion 0.99]"));
+	EXPECT(contains(text, "[default: 0; adamw 0.01]"));
 	free(text);
 }
 
@@ -334,6 +393,7 @@ int main(void)
 	check_config_file();
 	check_errors();
 	check_round_trip();
+	check_diff_default();
 	check_help();
 	fixture_rmtree(tmpdir);
 	return unit_done("test_config");

@@ -1,5 +1,6 @@
-/* Optimizer updates (sgd, momentum, Nesterov, adam, adamw) and the
- * learning-rate schedule against values worked out by hand. */
+/* Optimizer updates (sgd, momentum, Nesterov, adam, adamw, lion) and the
+ * learning-rate schedule against values worked out by hand or in double;
+ * each optimizer's default hyper-parameters; every kind has its own update. */
 #include "backend.h"
 #include "config.h"
 #include "optim.h"
@@ -172,6 +173,140 @@ static void check_adamw(void)
 	rig_free(&r);
 }
 
+/* Lion as lion-pytorch writes it, in double, for one element:
+ *   p *= 1 - lr * wd; update = sign(beta1 * m + (1 - beta1) * g);
+ *   p -= lr * update; m = beta2 * m + (1 - beta2) * g */
+static double lion_ref(double p, double g, double *m, double lr, double beta1, double beta2,
+		       double wd)
+{
+	p *= 1.0 - lr * wd;
+	double c = *m * beta1 + g * (1.0 - beta1);
+	p -= lr * (c > 0 ? 1.0 : c < 0 ? -1.0 : 0.0);
+	*m = *m * beta2 + g * (1.0 - beta2);
+	return p;
+}
+
+/* Lion over a vector for 6 steps of changing gradients (signs that flip, a
+ * zero), against lion_ref; its defaults (betas 0.9/0.99, no decay), its one
+ * slot "<var>/Lion", and explicit betas and weight decay overriding them. */
+static void check_lion_run(float beta1, float beta2, float wd)
+{
+	const struct backend *be = backend_cpu();
+	struct config cfg;
+	config_defaults(&cfg);
+	cfg.optim = OPTIM_LION;
+	cfg.beta1 = beta1;
+	cfg.beta2 = beta2;
+	cfg.weight_decay = wd;
+	enum { N = 11, STEPS = 6 };
+	struct optim o;
+	optim_init(&o, be, &cfg, N);
+	double b1 = o.hp.beta1, b2 = o.hp.beta2, d = o.hp.weight_decay;
+	float w[N], g[N], m[N];
+	double rw[N], rm[N];
+	for (int i = 0; i < N; i++) {
+		w[i] = 0.5f - 0.1f * (float)i;
+		rw[i] = w[i];
+		rm[i] = 0.0;
+	}
+	float *bw = be->alloc(be, sizeof(w)), *bg = be->alloc(be, sizeof(g));
+	be->copy_in(be, bw, w, sizeof(w));
+	double worst_w = 0, worst_m = 0;
+	for (int t = 1; t <= STEPS; t++) {
+		float lr = 0.01f * (float)t;
+		for (int i = 0; i < N; i++) /* element 5 sees g = 0 at step 1 */
+			g[i] = (float)((i - 5) * (t % 2 ? 1 : -2)) * 0.25f / (float)t +
+			       (t > 1 ? 0.125f : 0.0f);
+		be->copy_in(be, bg, g, sizeof(g));
+		optim_step(&o, bw, bg, t, lr);
+		be->copy_out(be, w, bw, sizeof(w));
+		be->copy_out(be, m, o.slot[0], sizeof(m));
+		if (t == 1) /* element 5: w 0, g 0, m 0: sign(0) is 0, it stays */
+			EXPECT(w[5] == 0.0f && m[5] == 0.0f);
+		for (int i = 0; i < N; i++) {
+			rw[i] = lion_ref(rw[i], g[i], &rm[i], lr, b1, b2, d);
+			worst_w = fmax(worst_w, fabs(w[i] - rw[i]));
+			worst_m = fmax(worst_m, fabs(m[i] - rm[i]));
+		}
+	}
+	EXPECT_NEAR(worst_w, 0.0, 1e-6);
+	EXPECT_NEAR(worst_m, 0.0, 1e-7);
+	EXPECT(w[5] != 0.0f); /* and moved later */
+	be->free(be, bw);
+	be->free(be, bg);
+	optim_free(&o);
+}
+
+static void check_lion(void)
+{
+	struct rig r;
+	rig_init(&r, OPTIM_LION, -1.0f, 0);
+	EXPECT(r.o.n_slots == 1);
+	EXPECT_STR(r.o.slot_suffix[0], "Lion");
+	EXPECT(r.o.slot[1] == NULL);
+	EXPECT(r.o.hp.beta1 == 0.9f && r.o.hp.beta2 == 0.99f); /* Lion's, not Adam's */
+	EXPECT(r.o.hp.weight_decay == 0.0f);
+	/* lr 0.1, w 1, g 0.5: c = 0.05 > 0, w = 1 - 0.1 = 0.9, m = 0.005;
+	 * g -2: c = 0.0045 - 0.2 < 0, w = 0.9 + 0.1 = 1.0, m = 0.00495 - 0.02 */
+	EXPECT_NEAR(rig_step(&r, 0.5f, 1, 0.1f), 0.9, TOL);
+	EXPECT_NEAR(rig_slot(&r, 0), 0.005, 1e-8);
+	EXPECT_NEAR(rig_step(&r, -2.0f, 2, 0.1f), 1.0, TOL);
+	EXPECT_NEAR(rig_slot(&r, 0), -0.01505, 1e-7);
+	rig_free(&r);
+
+	check_lion_run(-1.0f, -1.0f, -1.0f); /* the defaults */
+	check_lion_run(0.5f, 0.9f, 0.3f);    /* set: they win */
+}
+
+/* The defaults each optimizer's row gives when --beta1, --beta2 and
+ * --weight-decay are left 'default' (-1), and explicit values winning. */
+static void check_defaults(void)
+{
+	static const struct {
+		enum optim_kind kind;
+		float beta1, beta2, wd;
+	} want[] = {
+		{OPTIM_ADAM, 0.9f, 0.999f, 0.0f},
+		{OPTIM_ADAMW, 0.9f, 0.999f, 0.01f},
+		{OPTIM_LION, 0.9f, 0.99f, 0.0f},
+		{OPTIM_SGD, 0.9f, 0.999f, 0.0f},
+	};
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		struct rig r;
+		rig_init(&r, want[k].kind, -1.0f, 0);
+		EXPECT(r.cfg.beta1 < 0 && r.cfg.beta2 < 0); /* config_defaults: 'default' */
+		EXPECT(r.o.hp.beta1 == want[k].beta1 && r.o.hp.beta2 == want[k].beta2);
+		EXPECT(r.o.hp.weight_decay == want[k].wd);
+		rig_free(&r);
+	}
+	struct rig r;
+	rig_init(&r, OPTIM_LION, 0.2f, 0);
+	r.cfg.beta1 = 0.5f;
+	r.cfg.beta2 = 0.0f; /* an explicit 0 stays 0 */
+	optim_free(&r.o);
+	optim_init(&r.o, r.be, &r.cfg, 1);
+	EXPECT(r.o.hp.beta1 == 0.5f && r.o.hp.beta2 == 0.0f && r.o.hp.weight_decay == 0.2f);
+	rig_free(&r);
+}
+
+/* Every kind of OPTIM_KINDS has its own case in optim_elem: one step of
+ * each from w 1, g 0.5 moves w, and none gives the NaN that a kind without
+ * a case would. Adam's and AdamW's first step differ (AdamW decays). */
+static void check_every_kind(void)
+{
+	float seen[16];
+	int n = 0;
+	for (; optim_names[n]; n++) {
+		struct rig r;
+		rig_init(&r, (enum optim_kind)n, -1.0f, 0);
+		seen[n] = rig_step(&r, 0.5f, 1, 0.1f);
+		EXPECT(isfinite(seen[n]) && seen[n] < 1.0f);
+		rig_free(&r);
+	}
+	EXPECT(n >= 5 && n <= 16);
+	EXPECT(seen[OPTIM_ADAM] != seen[OPTIM_ADAMW]);
+}
+
 /* A whole vector goes through one update: element i of w and g independent. */
 static void check_vector(void)
 {
@@ -261,6 +396,9 @@ int main(void)
 	check_momentum();
 	check_adam();
 	check_adamw();
+	check_lion();
+	check_defaults();
+	check_every_kind();
 	check_vector();
 	check_schedule();
 	return unit_done("test_optim");
