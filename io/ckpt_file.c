@@ -28,6 +28,7 @@ struct entry {
 	char dtype[48];       /* e.g. "float32", "int64", "string" */
 	int fits;             /* the shape's bytes fit in memory's sizes and
 			       * the file holds them all */
+	const char *broken;   /* what HDF5 could not read of it, or NULL */
 	int has_digest;       /* CKPT_DIGEST_ATTR, required from format 2 */
 	uint64_t digest;      /* FNV-1a 64 of the values as written */
 	int used;
@@ -60,51 +61,71 @@ struct listing {
 	int n, cap;
 };
 
-static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, void *arg)
+/* A new zeroed entry at the end of l. */
+static struct entry *grow(struct listing *l)
 {
-	struct listing *l = arg;
-	H5O_info_t oi;
-	if (H5Oget_info_by_name(group, path, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET)
-		return 0;
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 64;
 		struct entry *grown = realloc(l->e, sizeof(*l->e) * l->cap);
 		ALLOC_CHECK(grown);
 		l->e = grown;
 	}
-	struct entry *e = &l->e[l->n];
+	struct entry *e = &l->e[l->n++];
 	memset(e, 0, sizeof(*e));
-	hid_t ds = H5Dopen2(group, path, H5P_DEFAULT);
-	if (ds < 0)
-		return -1;
+	return e;
+}
+
+/* Lists the dataset at path, or, when HDF5 cannot read what the file says
+ * is there (a damaged object header, datatype, dataspace or name), an
+ * entry that says so: the file is corrupt, not short of a variable. */
+static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, void *arg)
+{
+	struct listing *l = arg;
+	H5O_info_t oi;
+	int known = H5Oget_info_by_name(group, path, &oi, H5P_DEFAULT) >= 0;
+	if (known && oi.type != H5O_TYPE_DATASET)
+		return 0;
+	struct entry *e = grow(l);
+	snprintf(e->path, sizeof(e->path), "%s", path);
+	snprintf(e->name, sizeof(e->name), "%s", path);
+	hid_t ds = known ? H5Dopen2(group, path, H5P_DEFAULT) : -1;
+	if (ds < 0) {
+		e->broken = "its object header cannot be read";
+		return 0;
+	}
 	int64_t digest = 0;
 	e->has_digest = h5attr_get_i64(ds, CKPT_DIGEST_ATTR, &digest) == 0;
 	e->digest = (uint64_t)digest;
 	char *name = h5attr_get_str(ds, "name");
-	snprintf(e->name, sizeof(e->name), "%s", name ? name : path);
+	if (name)
+		snprintf(e->name, sizeof(e->name), "%s", name);
+	else if (H5Aexists(ds, "name") != 0)
+		e->broken = "its name attribute cannot be read";
 	free(name);
-	snprintf(e->path, sizeof(e->path), "%s", path);
 	hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
 	hsize_t dims[H5S_MAX_RANK] = {0};
-	e->ndim = H5Sget_simple_extent_ndims(space);
-	H5Sget_simple_extent_dims(space, dims, NULL);
+	e->ndim = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+	if (type < 0 || e->ndim < 0 || H5Sget_simple_extent_dims(space, dims, NULL) < 0)
+		e->broken = "its datatype or dataspace cannot be read";
 	for (int i = 0; i < SHAPE_MAX_RANK; i++)
 		e->shape[i] = (long)dims[i];
 	/* mtrain's datasets are stored uncompressed: a file holding fewer
 	 * bytes than the shape declares has chunks that were never written
 	 * (they would read as zeros) or a forged shape. */
-	size_t bytes = H5Tget_size(type);
+	size_t bytes = type < 0 ? 0 : H5Tget_size(type);
 	e->fits = e->ndim >= 1 && e->ndim <= SHAPE_MAX_RANK;
 	for (int i = 0; e->fits && i < e->ndim; i++) {
 		e->fits = dims[i] <= (hsize_t)LONG_MAX && (dims[i] == 0 || bytes <= SIZE_MAX / dims[i]);
 		bytes *= e->fits ? dims[i] : 1;
 	}
 	e->fits = e->fits && H5Dget_storage_size(ds) >= bytes;
-	dtype_text(type, e->dtype, sizeof(e->dtype));
-	H5Tclose(type);
-	H5Sclose(space);
+	if (type >= 0)
+		dtype_text(type, e->dtype, sizeof(e->dtype));
+	if (type >= 0)
+		H5Tclose(type);
+	if (space >= 0)
+		H5Sclose(space);
 	H5Dclose(ds);
-	l->n++;
 	return 0;
 }
 
@@ -160,7 +181,10 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 		for (int j = 0; j < i && !dup; j++)
 			if (!strcmp(l->e[j].name, e->name))
 				dup = l->e[j].path;
-		if (dup)
+		if (e->broken)
+			user_error("%s: the dataset %s is damaged: %s (corrupt)", path, e->path,
+				   e->broken);
+		else if (dup)
 			user_error("%s: %s is stored twice (as %s and %s)", path, e->name, dup, e->path);
 		else if (strcmp(e->dtype, want))
 			user_error("%s: %s is %s; expected %s", path, e->name, e->dtype, want);
