@@ -2,7 +2,9 @@
 #include "state.h"
 #include "check.h"
 #include "ema.h"
+#include "layer_spec.h"
 #include "log.h"
+#include "model.h"
 #include "version.h"
 
 #include <stdlib.h>
@@ -135,11 +137,59 @@ static void warn_newer_checkpoints(const char *dir, long start)
 	free(files);
 }
 
+/* The layers a configuration text asks for, canonical, into buf: 0, or -1
+ * (buf "") when there is no text or this mtrain cannot parse it. */
+static int model_of(const char *text, char *buf, size_t len)
+{
+	struct config cfg;
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n = 0;
+	buf[0] = 0;
+	config_defaults(&cfg);
+	int rc = !text || config_parse_text(&cfg, text, "the checkpoint's config") ||
+		 model_specs(&cfg, spec, &n) ? -1 : 0;
+	if (rc == 0)
+		layer_spec_text(spec, n, buf, len);
+	user_error_clear();
+	return rc;
+}
+
+/* Rank 0: the user error of --resume auto when the newest checkpoint of the
+ * folder holds another model's variables (state_read's RC_USER, one line per
+ * variable): one line instead, with both models' layers (or, when they read
+ * the same, the first variable that differs) and what to do. */
+static void another_model(const char *path, const struct resume_run *run)
+{
+	char first[512], theirs[1024] = "", ours[1024], why[2200];
+	const char *text = user_error_text(), *colon = strstr(text, ": ");
+	int more = 0;
+	for (const char *c = text; *c; c++)
+		more += *c == '\n';
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(colon ? colon + 2 : text, "\n"),
+		 colon ? colon + 2 : text);
+	struct ckpt_meta m;
+	user_error_clear();
+	if (ckpt_read_meta(path, &m) == 0)
+		model_of(m.config, theirs, sizeof(theirs));
+	user_error_clear();
+	free(m.config);
+	model_of(run->config_text, ours, sizeof(ours));
+	if (theirs[0] && strcmp(theirs, ours))
+		snprintf(why, sizeof(why), "was written by another model (%s; this run: %s)", theirs,
+			 ours);
+	else
+		snprintf(why, sizeof(why), "holds other variables than this run's (%s%s)", first,
+			 more ? ", and more" : "");
+	user_error("%s, the newest checkpoint in %s, %s: give this run another --ckpt-dir, or "
+		   "--resume never to start afresh", path, run->cfg->ckpt_dir, why);
+}
+
 /* Rank 0: the checkpoint --resume names, read into the staging; its path
  * in used ("" for none: a fresh start). */
-static void find_checkpoint(struct state *s, const struct config *cfg, struct ckpt_meta *m,
+static void find_checkpoint(struct state *s, const struct resume_run *run, struct ckpt_meta *m,
 			    char *used, size_t len)
 {
+	const struct config *cfg = run->cfg;
 	if (!strcmp(cfg->resume, "never"))
 		return;
 	if (strcmp(cfg->resume, "auto")) {
@@ -156,8 +206,10 @@ static void find_checkpoint(struct state *s, const struct config *cfg, struct ck
 		else if (rc == RC_CORRUPT) {
 			log_warn("skipping checkpoint: %s", user_error_text());
 			user_error_clear();
-		} else
+		} else {
+			another_model(files[i].path, run);
 			break;
+		}
 	}
 	free(files);
 }
@@ -198,7 +250,7 @@ int state_resume(struct state *s, const struct resume_run *run, struct position 
 	memset(at, 0, sizeof(*at));
 	char used[FILE_PATH_LEN] = "";
 	if (c->rank == 0) {
-		find_checkpoint(s, run->cfg, &m, used, sizeof(used));
+		find_checkpoint(s, run, &m, used, sizeof(used));
 		if (used[0])
 			check_fit(used, &m, run);
 		/* auto took the newest it could read; newer ones were warned of */
