@@ -1,9 +1,8 @@
 /* Reading a checkpoint file in this process (ckpt_file.h): listing its
  * datasets, checking each is what mtrain writes, reading the root
  * attributes and the variables against their digests. */
-#include "ckpt.h"
-#include "check.h"
 #include "ckpt_file.h"
+#include "check.h"
 #include "ckpt_meta.h"
 #include "h5attr.h"
 #include "hash.h"
@@ -129,10 +128,11 @@ static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, voi
 	return 0;
 }
 
-/* Opens a checkpoint and lists its datasets; RC_CORRUPT (user_error) if it
- * cannot. */
-static hid_t open_ckpt(const char *path, struct listing *l)
+/* Opens a checkpoint into *file and lists its datasets: 0, or RC_CORRUPT
+ * (user_error) with nothing left open. */
+static int open_ckpt(const char *path, struct listing *l, hid_t *file_out)
 {
+	*file_out = -1;
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	memset(l, 0, sizeof(*l));
 	struct stat st;
@@ -205,7 +205,8 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 		H5Fclose(file);
 		return RC_CORRUPT;
 	}
-	return file;
+	*file_out = file;
+	return 0;
 }
 
 /* Reads e's values (cells of native type mem) into data and checks them
@@ -265,17 +266,17 @@ static int close_ckpt(hid_t file, struct listing *l, struct ckpt_meta *meta, int
 	return rc;
 }
 
-/* open_ckpt, then read_meta into a zeroed meta: the file, or RC_CORRUPT (user
- * error) with nothing left open. */
-static hid_t open_with_meta(const char *path, struct listing *l, struct ckpt_meta *meta)
+/* open_ckpt, then the root attributes into a zeroed meta: 0 with *file
+ * open, or RC_CORRUPT (user error) with nothing left open. */
+static int open_with_meta(const char *path, struct listing *l, struct ckpt_meta *meta,
+			  hid_t *file)
 {
 	memset(meta, 0, sizeof(*meta));
-	hid_t file = open_ckpt(path, l);
-	if (file < 0)
+	if (open_ckpt(path, l, file))
 		return RC_CORRUPT;
-	if (ckpt_meta_read(file, path, meta) || check_step(file, l, path, meta))
-		return close_ckpt(file, l, meta, RC_CORRUPT);
-	return file;
+	if (ckpt_meta_read(*file, path, meta) || check_step(*file, l, path, meta))
+		return close_ckpt(*file, l, meta, RC_CORRUPT);
+	return 0;
 }
 
 /* Appends one mismatch line to the report. */
@@ -300,8 +301,8 @@ int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_ext
 		   struct ckpt_meta *meta)
 {
 	struct listing l;
-	hid_t file = open_with_meta(path, &l, meta);
-	if (file < 0)
+	hid_t file;
+	if (open_with_meta(path, &l, meta, &file))
 		return RC_CORRUPT;
 	int rc = 0;
 	char msg[16000] = "";
@@ -346,8 +347,8 @@ int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_ext
 int ckpt_read_meta_here(const char *path, struct ckpt_meta *meta)
 {
 	struct listing l;
-	hid_t file = open_with_meta(path, &l, meta);
-	return file < 0 ? RC_CORRUPT : close_ckpt(file, &l, meta, 0);
+	hid_t file;
+	return open_with_meta(path, &l, meta, &file) ? RC_CORRUPT : close_ckpt(file, &l, meta, 0);
 }
 
 int ckpt_read_all_here(const char *path, struct ckpt_var **vars, int *n,
@@ -356,8 +357,8 @@ int ckpt_read_all_here(const char *path, struct ckpt_var **vars, int *n,
 	struct listing l;
 	*vars = NULL;
 	*n = 0;
-	hid_t file = open_with_meta(path, &l, meta);
-	if (file < 0)
+	hid_t file;
+	if (open_with_meta(path, &l, meta, &file))
 		return RC_CORRUPT;
 	int rc = 0;
 	struct ckpt_var *v = xcalloc((size_t)l.n + 1, sizeof(*v));

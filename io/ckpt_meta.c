@@ -123,6 +123,18 @@ static int field_put(hid_t file, const struct field *f, const struct ckpt_meta *
 	return h5attr_put_i64(file, f->key, field_num(f, m));
 }
 
+void ckpt_meta_visit(struct ckpt_meta *m, ckpt_member_fn fn, void *ctx)
+{
+	fn(ctx, CKPT_MEMBER_NUMBER, &m->format_version, sizeof(m->format_version));
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		const struct field *f = &fields[i];
+		enum ckpt_member kind = f->type == F_TEXT    ? CKPT_MEMBER_TEXT
+					: f->type == F_CHARS ? CKPT_MEMBER_CHARS
+							     : CKPT_MEMBER_NUMBER;
+		fn(ctx, kind, (char *)m + f->offset, f->size);
+	}
+}
+
 int ckpt_meta_write(hid_t file, const struct ckpt_meta *meta)
 {
 	struct ckpt_meta m = *meta;
