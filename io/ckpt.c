@@ -134,7 +134,7 @@ static int read_sandboxed(struct read_args *a)
 			*a->all = NULL;
 			a->n = 0;
 		}
-		free(a->meta->config);
+		ckpt_meta_free(a->meta);
 		memset(a->meta, 0, sizeof(*a->meta));
 	}
 	return rc;

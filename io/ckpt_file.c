@@ -253,16 +253,14 @@ static int check_step(hid_t file, const struct listing *l, const char *path,
 }
 
 /* Closes what open_with_meta opened; with rc nonzero, also drops the
- * meta's config. Returns rc. */
+ * meta's text fields. Returns rc. */
 static int close_ckpt(hid_t file, struct listing *l, struct ckpt_meta *meta, int rc)
 {
 	free(l->e);
 	l->e = NULL;
 	H5Fclose(file);
-	if (rc) {
-		free(meta->config);
-		meta->config = NULL;
-	}
+	if (rc)
+		ckpt_meta_free(meta);
 	return rc;
 }
 

@@ -47,12 +47,18 @@ struct ckpt_meta {
 	int input_dim;       /* D of the model, e.g. 784 */
 	int classes;         /* C of the model, e.g. 10 */
 	long train_rows;     /* rows of the training set the position counts in */
-	char *config;        /* the full configuration, key = value lines */
+	char *config;        /* the full configuration, key = value lines;
+			      * malloc'd by the readers (ckpt_meta_free) */
 	char created[64];    /* UTC, ISO 8601 */
 	char version[32];    /* mtrain version */
 	uint64_t digest;     /* FNV-1a 64 of the fields above (format 2 on);
 			      * ckpt_write computes it */
 };
+
+/* Frees the malloc'd text fields of a meta the readers filled (config,
+ * and any text field the table of ckpt_meta.c gains), leaving them NULL.
+ * (ckpt_meta.c) */
+void ckpt_meta_free(struct ckpt_meta *m);
 
 /* Frees vars[0..n) and their data (ckpt_read_all's result; NULL is a
  * no-op). */

@@ -82,6 +82,6 @@ int ckpt_inspect(const char *path, int json, FILE *out)
 	else
 		print_text(out, path, &m, v, n);
 	ckpt_free_vars(v, n);
-	free(m.config);
+	ckpt_meta_free(&m);
 	return 0;
 }

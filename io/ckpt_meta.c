@@ -123,6 +123,17 @@ static int field_put(hid_t file, const struct field *f, const struct ckpt_meta *
 	return h5attr_put_i64(file, f->key, field_num(f, m));
 }
 
+void ckpt_meta_free(struct ckpt_meta *m)
+{
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		char **text = (char **)((char *)m + fields[i].offset);
+		if (fields[i].type == F_TEXT) {
+			free(*text);
+			*text = NULL;
+		}
+	}
+}
+
 void ckpt_meta_visit(struct ckpt_meta *m, ckpt_member_fn fn, void *ctx)
 {
 	fn(ctx, CKPT_MEMBER_NUMBER, &m->format_version, sizeof(m->format_version));

@@ -172,7 +172,7 @@ static void another_model(const char *path, const struct resume_run *run)
 	if (ckpt_read_meta(path, &m) == 0)
 		model_of(m.config, theirs, sizeof(theirs));
 	user_error_clear();
-	free(m.config);
+	ckpt_meta_free(&m);
 	model_of(run->config_text, ours, sizeof(ours));
 	if (theirs[0] && strcmp(theirs, ours))
 		snprintf(why, sizeof(why), "was written by another model (%s; this run: %s)", theirs,
@@ -257,7 +257,7 @@ int state_resume(struct state *s, const struct resume_run *run, struct position 
 		if (!user_error_pending() && strcmp(run->cfg->resume, "auto"))
 			warn_newer_checkpoints(run->cfg->ckpt_dir, used[0] ? m.global_step : 0);
 	}
-	free(m.config);
+	ckpt_meta_free(&m);
 	if (comm_user_errors(c))
 		return -1;
 	long pos[4] = {used[0] != 0, m.global_step, m.epoch, m.step_in_epoch};

@@ -276,7 +276,7 @@ static int forge(const char *in, const char *out, const char *key, long value)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	rc = system(cmd) || rc;
 	ckpt_free_vars(vars, n);
-	free(m.config);
+	ckpt_meta_free(&m);
 	return rc ? -1 : 0;
 }
 
