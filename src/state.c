@@ -155,18 +155,18 @@ static int model_of(const char *text, char *buf, size_t len)
 }
 
 /* Rank 0: the user error of --resume auto when the newest checkpoint of the
- * folder holds another model's variables (state_read's RC_USER, one line per
- * variable): one line instead, with both models' layers (or, when they read
- * the same, the first variable that differs) and what to do. */
+ * folder is not corrupt but does not read (state_read's RC_USER). When it
+ * holds another model's variables (one line per variable), one line
+ * instead: both models' layers (or, when they read the same, the first
+ * variable that differs) and what to do. Any other error stays as it was. */
 static void another_model(const char *path, const struct resume_run *run)
 {
+	char *was = strdup(user_error_text());
+	ALLOC_CHECK(was);
 	char first[512], theirs[1024] = "", ours[1024], why[2200];
-	const char *text = user_error_text(), *colon = strstr(text, ": ");
-	int more = 0;
-	for (const char *c = text; *c; c++)
-		more += *c == '\n';
-	snprintf(first, sizeof(first), "%.*s", (int)strcspn(colon ? colon + 2 : text, "\n"),
-		 colon ? colon + 2 : text);
+	const char *colon = strstr(was, ": ");
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(colon ? colon + 2 : was, "\n"),
+		 colon ? colon + 2 : was);
 	struct ckpt_meta m;
 	user_error_clear();
 	if (ckpt_read_meta(path, &m) == 0)
@@ -174,14 +174,21 @@ static void another_model(const char *path, const struct resume_run *run)
 	user_error_clear();
 	ckpt_meta_free(&m);
 	model_of(run->config_text, ours, sizeof(ours));
-	if (theirs[0] && strcmp(theirs, ours))
+	int other_model = theirs[0] && strcmp(theirs, ours);
+	int mismatch = strstr(was, " vs model ") != NULL; /* ckpt_read's lines */
+	if (other_model)
 		snprintf(why, sizeof(why), "was written by another model (%s; this run: %s)", theirs,
 			 ours);
-	else
+	else if (mismatch)
 		snprintf(why, sizeof(why), "holds other variables than this run's (%s%s)", first,
-			 more ? ", and more" : "");
-	user_error("%s, the newest checkpoint in %s, %s: give this run another --ckpt-dir, or "
-		   "--resume never to start afresh", path, run->cfg->ckpt_dir, why);
+			 strchr(was, '\n') ? ", and more" : "");
+	if (other_model || mismatch)
+		user_error("%s, the newest checkpoint in %s, %s: give this run another "
+			   "--ckpt-dir, or --resume never to start afresh", path, run->cfg->ckpt_dir,
+			   why);
+	else
+		user_error("%s", was);
+	free(was);
 }
 
 /* Rank 0: the checkpoint --resume names, read into the staging; its path
