@@ -31,7 +31,9 @@ int ckpt_write(const char *dir, const struct ckpt_var *vars, int n,
  * twice), a format version above CKPT_FORMAT_VERSION, or lacks a required root
  * attribute of its version. Optional ones read as their default: config
  * NULL, created and version "?". String attributes may be fixed- or
- * variable-length. meta->config is malloc'd. */
+ * variable-length. meta->config is malloc'd (ckpt_meta_free). A file HDF5
+ * cannot read whole (a dataset whose header, datatype or name does not
+ * read) is RC_CORRUPT, never a missing variable. */
 int ckpt_read(const char *path, struct ckpt_var *vars, int n, int allow_extra,
 	      struct ckpt_meta *meta);
 /* Reads only the root attributes of path. 0, or RC_CORRUPT with a user_error. */
@@ -60,7 +62,8 @@ void ckpt_unlock(const char *dir, int fd);
  * files a crashed write left. The caller holds dir's lock. */
 void ckpt_prune(const char *dir, int keep, long upto);
 /* Reads every float32 variable of path: *vars is a malloc'd array of *n
- * entries, each data malloc'd (free with ckpt_free_vars, ckpt_format.h). 0, or RC_CORRUPT with a
+ * entries, each data malloc'd (free with ckpt_free_vars, and meta with
+ * ckpt_meta_free: ckpt_format.h). 0, or RC_CORRUPT with a
  * user_error when the file cannot be opened or fails its checksums. */
 int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta);
 /* (ckpt_inspect.c) Prints meta and one line per variable (name, shape, dtype, FNV-1a 64
