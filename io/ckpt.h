@@ -66,8 +66,8 @@ void ckpt_prune(const char *dir, int keep, long upto);
  * ckpt_meta_free: ckpt_format.h). 0, or RC_CORRUPT with a
  * user_error when the file cannot be opened or fails its checksums. */
 int ckpt_read_all(const char *path, struct ckpt_var **vars, int *n, struct ckpt_meta *meta);
-/* (ckpt_inspect.c) Prints meta and one line per variable (name, shape, dtype, FNV-1a 64
- * checksum of the bytes, min, max, mean), or with json the same facts as
+/* (ckpt_inspect.c) Prints meta and one line per variable (name, shape,
+ * dtype, FNV-1a 64 checksum of the bytes, min, max, mean), or with json the same facts as
  * one JSON object ({"file", "format", the root attributes, "variables":
  * [{"name", "shape", "dtype", "fnv1a64", "min", "max", "mean"}]}).
  * 0 or -1 (user_error). */
