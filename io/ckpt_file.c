@@ -1,9 +1,8 @@
 /* Reading a checkpoint file in this process (ckpt_file.h): listing its
  * datasets, checking each is what mtrain writes, reading the root
  * attributes and the variables against their digests. */
-#include "ckpt.h"
-#include "check.h"
 #include "ckpt_file.h"
+#include "check.h"
 #include "ckpt_meta.h"
 #include "h5attr.h"
 #include "hash.h"
@@ -28,6 +27,7 @@ struct entry {
 	char dtype[48];       /* e.g. "float32", "int64", "string" */
 	int fits;             /* the shape's bytes fit in memory's sizes and
 			       * the file holds them all */
+	const char *broken;   /* what HDF5 could not read of it, or NULL */
 	int has_digest;       /* CKPT_DIGEST_ATTR, required from format 2 */
 	uint64_t digest;      /* FNV-1a 64 of the values as written */
 	int used;
@@ -60,58 +60,79 @@ struct listing {
 	int n, cap;
 };
 
-static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, void *arg)
+/* A new zeroed entry at the end of l. */
+static struct entry *grow(struct listing *l)
 {
-	struct listing *l = arg;
-	H5O_info_t oi;
-	if (H5Oget_info_by_name(group, path, &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_DATASET)
-		return 0;
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 64;
 		struct entry *grown = realloc(l->e, sizeof(*l->e) * l->cap);
 		ALLOC_CHECK(grown);
 		l->e = grown;
 	}
-	struct entry *e = &l->e[l->n];
+	struct entry *e = &l->e[l->n++];
 	memset(e, 0, sizeof(*e));
-	hid_t ds = H5Dopen2(group, path, H5P_DEFAULT);
-	if (ds < 0)
-		return -1;
+	return e;
+}
+
+/* Lists the dataset at path, or, when HDF5 cannot read what the file says
+ * is there (a damaged object header, datatype, dataspace or name), an
+ * entry that says so: the file is corrupt, not short of a variable. */
+static herr_t collect(hid_t group, const char *path, const H5L_info_t *info, void *arg)
+{
+	struct listing *l = arg;
+	H5O_info_t oi;
+	int known = H5Oget_info_by_name(group, path, &oi, H5P_DEFAULT) >= 0;
+	if (known && oi.type != H5O_TYPE_DATASET)
+		return 0;
+	struct entry *e = grow(l);
+	snprintf(e->path, sizeof(e->path), "%s", path);
+	snprintf(e->name, sizeof(e->name), "%s", path);
+	hid_t ds = known ? H5Dopen2(group, path, H5P_DEFAULT) : -1;
+	if (ds < 0) {
+		e->broken = "its object header cannot be read";
+		return 0;
+	}
 	int64_t digest = 0;
 	e->has_digest = h5attr_get_i64(ds, CKPT_DIGEST_ATTR, &digest) == 0;
 	e->digest = (uint64_t)digest;
 	char *name = h5attr_get_str(ds, "name");
-	snprintf(e->name, sizeof(e->name), "%s", name ? name : path);
+	if (name)
+		snprintf(e->name, sizeof(e->name), "%s", name);
+	else if (H5Aexists(ds, "name") != 0)
+		e->broken = "its name attribute cannot be read";
 	free(name);
-	snprintf(e->path, sizeof(e->path), "%s", path);
 	hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
 	hsize_t dims[H5S_MAX_RANK] = {0};
-	e->ndim = H5Sget_simple_extent_ndims(space);
-	H5Sget_simple_extent_dims(space, dims, NULL);
+	e->ndim = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+	if (type < 0 || e->ndim < 0 || H5Sget_simple_extent_dims(space, dims, NULL) < 0)
+		e->broken = "its datatype or dataspace cannot be read";
 	for (int i = 0; i < SHAPE_MAX_RANK; i++)
 		e->shape[i] = (long)dims[i];
 	/* mtrain's datasets are stored uncompressed: a file holding fewer
 	 * bytes than the shape declares has chunks that were never written
 	 * (they would read as zeros) or a forged shape. */
-	size_t bytes = H5Tget_size(type);
+	size_t bytes = type < 0 ? 0 : H5Tget_size(type);
 	e->fits = e->ndim >= 1 && e->ndim <= SHAPE_MAX_RANK;
 	for (int i = 0; e->fits && i < e->ndim; i++) {
 		e->fits = dims[i] <= (hsize_t)LONG_MAX && (dims[i] == 0 || bytes <= SIZE_MAX / dims[i]);
 		bytes *= e->fits ? dims[i] : 1;
 	}
 	e->fits = e->fits && H5Dget_storage_size(ds) >= bytes;
-	dtype_text(type, e->dtype, sizeof(e->dtype));
-	H5Tclose(type);
-	H5Sclose(space);
+	if (type >= 0)
+		dtype_text(type, e->dtype, sizeof(e->dtype));
+	if (type >= 0)
+		H5Tclose(type);
+	if (space >= 0)
+		H5Sclose(space);
 	H5Dclose(ds);
-	l->n++;
 	return 0;
 }
 
-/* Opens a checkpoint and lists its datasets; RC_CORRUPT (user_error) if it
- * cannot. */
-static hid_t open_ckpt(const char *path, struct listing *l)
+/* Opens a checkpoint into *file and lists its datasets: 0, or RC_CORRUPT
+ * (user_error) with nothing left open. */
+static int open_ckpt(const char *path, struct listing *l, hid_t *file_out)
 {
+	*file_out = -1;
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 	memset(l, 0, sizeof(*l));
 	struct stat st;
@@ -160,7 +181,10 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 		for (int j = 0; j < i && !dup; j++)
 			if (!strcmp(l->e[j].name, e->name))
 				dup = l->e[j].path;
-		if (dup)
+		if (e->broken)
+			user_error("%s: the dataset %s is damaged: %s (corrupt)", path, e->path,
+				   e->broken);
+		else if (dup)
 			user_error("%s: %s is stored twice (as %s and %s)", path, e->name, dup, e->path);
 		else if (strcmp(e->dtype, want))
 			user_error("%s: %s is %s; expected %s", path, e->name, e->dtype, want);
@@ -181,7 +205,8 @@ static hid_t open_ckpt(const char *path, struct listing *l)
 		H5Fclose(file);
 		return RC_CORRUPT;
 	}
-	return file;
+	*file_out = file;
+	return 0;
 }
 
 /* Reads e's values (cells of native type mem) into data and checks them
@@ -228,30 +253,28 @@ static int check_step(hid_t file, const struct listing *l, const char *path,
 }
 
 /* Closes what open_with_meta opened; with rc nonzero, also drops the
- * meta's config. Returns rc. */
+ * meta's text fields. Returns rc. */
 static int close_ckpt(hid_t file, struct listing *l, struct ckpt_meta *meta, int rc)
 {
 	free(l->e);
 	l->e = NULL;
 	H5Fclose(file);
-	if (rc) {
-		free(meta->config);
-		meta->config = NULL;
-	}
+	if (rc)
+		ckpt_meta_free(meta);
 	return rc;
 }
 
-/* open_ckpt, then read_meta into a zeroed meta: the file, or RC_CORRUPT (user
- * error) with nothing left open. */
-static hid_t open_with_meta(const char *path, struct listing *l, struct ckpt_meta *meta)
+/* open_ckpt, then the root attributes into a zeroed meta: 0 with *file
+ * open, or RC_CORRUPT (user error) with nothing left open. */
+static int open_with_meta(const char *path, struct listing *l, struct ckpt_meta *meta,
+			  hid_t *file)
 {
 	memset(meta, 0, sizeof(*meta));
-	hid_t file = open_ckpt(path, l);
-	if (file < 0)
+	if (open_ckpt(path, l, file))
 		return RC_CORRUPT;
-	if (ckpt_meta_read(file, path, meta) || check_step(file, l, path, meta))
-		return close_ckpt(file, l, meta, RC_CORRUPT);
-	return file;
+	if (ckpt_meta_read(*file, path, meta) || check_step(*file, l, path, meta))
+		return close_ckpt(*file, l, meta, RC_CORRUPT);
+	return 0;
 }
 
 /* Appends one mismatch line to the report. */
@@ -276,8 +299,8 @@ int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_ext
 		   struct ckpt_meta *meta)
 {
 	struct listing l;
-	hid_t file = open_with_meta(path, &l, meta);
-	if (file < 0)
+	hid_t file;
+	if (open_with_meta(path, &l, meta, &file))
 		return RC_CORRUPT;
 	int rc = 0;
 	char msg[16000] = "";
@@ -322,8 +345,8 @@ int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_ext
 int ckpt_read_meta_here(const char *path, struct ckpt_meta *meta)
 {
 	struct listing l;
-	hid_t file = open_with_meta(path, &l, meta);
-	return file < 0 ? RC_CORRUPT : close_ckpt(file, &l, meta, 0);
+	hid_t file;
+	return open_with_meta(path, &l, meta, &file) ? RC_CORRUPT : close_ckpt(file, &l, meta, 0);
 }
 
 int ckpt_read_all_here(const char *path, struct ckpt_var **vars, int *n,
@@ -332,8 +355,8 @@ int ckpt_read_all_here(const char *path, struct ckpt_var **vars, int *n,
 	struct listing l;
 	*vars = NULL;
 	*n = 0;
-	hid_t file = open_with_meta(path, &l, meta);
-	if (file < 0)
+	hid_t file;
+	if (open_with_meta(path, &l, meta, &file))
 		return RC_CORRUPT;
 	int rc = 0;
 	struct ckpt_var *v = xcalloc((size_t)l.n + 1, sizeof(*v));

@@ -1,10 +1,11 @@
 /* Inside io/: the checkpoint readers that run in this process (ckpt.c runs
- * them in a child process for everyone else), and the helpers the writer,
- * the readers and inspect share. */
+ * them in a child process for everyone else), and the helper the writer
+ * and the readers share. Below ckpt.c: it includes this, never the other
+ * way. */
 #pragma once
 #include <stddef.h>
 
-#include "ckpt.h"
+#include "ckpt_format.h"
 
 /* The in-file path of a logical name: '/' would make groups, so it is '.'. */
 void ckpt_file_path_of(const char *name, char *buf, size_t len);

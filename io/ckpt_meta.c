@@ -16,7 +16,8 @@
  * a number is an int64 scalar, a string a fixed-length C string. A file of
  * format version v must hold a field only if it is required and since <= v;
  * otherwise a missing field reads as its default, so a field added later is
- * one row and older files still read. */
+ * one row (since: CKPT_FORMAT_VERSION, raised by one) and older files still
+ * read, their digests (of the fields of their version) unchanged. */
 #define DIGEST_KEY "meta_fnv1a64"
 
 enum field_type { F_LONG, F_INT, F_U64, F_CHARS, F_TEXT };
@@ -66,14 +67,18 @@ static const char *field_str(const struct field *f, const struct ckpt_meta *m)
 	return f->type == F_CHARS ? p : *(char *const *)p;
 }
 
-/* FNV-1a 64 of every field but the digest: each key, then its value as
- * stored (an int64, or a string with its NUL; an absent one as ""). An
- * edited or flipped root attribute no longer matches. */
-static uint64_t meta_digest(const struct ckpt_meta *m)
+/* FNV-1a 64 of every field of format version (up to) version but the
+ * digest: each key, then its value as stored (an int64, or a string with
+ * its NUL; an absent one as ""). An edited or flipped root attribute no
+ * longer matches, and a field a later version adds leaves the digests of
+ * older files as they were. */
+static uint64_t meta_digest(const struct ckpt_meta *m, int version)
 {
 	uint64_t h = FNV1A64_INIT;
 	for (size_t i = 0; i + 1 < N_FIELDS; i++) {
 		const struct field *f = &fields[i];
+		if (f->since > version)
+			continue;
 		h = fnv1a64(h, f->key, strlen(f->key) + 1);
 		if (f->type >= F_CHARS) {
 			const char *s = field_str(f, m);
@@ -123,10 +128,33 @@ static int field_put(hid_t file, const struct field *f, const struct ckpt_meta *
 	return h5attr_put_i64(file, f->key, field_num(f, m));
 }
 
+void ckpt_meta_free(struct ckpt_meta *m)
+{
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		char **text = (char **)((char *)m + fields[i].offset);
+		if (fields[i].type == F_TEXT) {
+			free(*text);
+			*text = NULL;
+		}
+	}
+}
+
+void ckpt_meta_visit(struct ckpt_meta *m, ckpt_member_fn fn, void *ctx)
+{
+	fn(ctx, CKPT_MEMBER_NUMBER, &m->format_version, sizeof(m->format_version));
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		const struct field *f = &fields[i];
+		enum ckpt_member kind = f->type == F_TEXT    ? CKPT_MEMBER_TEXT
+					: f->type == F_CHARS ? CKPT_MEMBER_CHARS
+							     : CKPT_MEMBER_NUMBER;
+		fn(ctx, kind, (char *)m + f->offset, f->size);
+	}
+}
+
 int ckpt_meta_write(hid_t file, const struct ckpt_meta *meta)
 {
 	struct ckpt_meta m = *meta;
-	m.digest = meta_digest(&m);
+	m.digest = meta_digest(&m, CKPT_FORMAT_VERSION);
 	int bad = h5attr_put_str(file, "format", CKPT_FORMAT) ||
 		  h5attr_put_i64(file, "format_version", CKPT_FORMAT_VERSION);
 	for (size_t i = 0; i < N_FIELDS; i++)
@@ -153,7 +181,7 @@ int ckpt_meta_read(hid_t file, const char *path, struct ckpt_meta *m)
 				  (long long)version, CKPT_FORMAT_VERSION > 1 ? "s" : "",
 				  CKPT_FORMAT_VERSION > 1 ? "1 to " : "", CKPT_FORMAT_VERSION);
 	m->format_version = (int)version;
-	if (version >= 2 && meta_digest(m) != m->digest)
+	if (version >= 2 && meta_digest(m, (int)version) != m->digest)
 		return user_error("%s: root attributes do not match their digest (%s): edited or "
 				  "corrupt", path, DIGEST_KEY);
 	return 0;

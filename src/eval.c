@@ -76,7 +76,7 @@ static int eval_config(const char *ckpt, const char *eval_data, int device, stru
 	config_defaults(cfg);
 	if (c->rank == 0 && ckpt_read_meta(ckpt, &m) == 0)
 		config_parse_text(cfg, m.config ? m.config : "", ckpt);
-	free(m.config);
+	ckpt_meta_free(&m);
 	if (comm_user_errors(c))
 		return -1;
 	comm_bcast_host(c, cfg, sizeof(*cfg), 0);
@@ -160,7 +160,7 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 		state_init(&state, be, &model.reg, &model.w, &ema.shadow, NULL, NULL, c->rank == 0);
 		eval_init(&ev, &data, &model);
 		if (c->rank == 0 && state_read(&state, ckpt, 1, &m) == 0)
-			free(m.config);
+			ckpt_meta_free(&m);
 		if (!comm_user_errors(c)) {
 			state_send(&state, c);
 			if (want & 1)

@@ -124,6 +124,6 @@ int export_safetensors(const char *ckpt, const char *out, enum export_weights wh
 	free(names);
 	free(src);
 	ckpt_free_vars(vars, n);
-	free(m.config);
+	ckpt_meta_free(&m);
 	return rc;
 }

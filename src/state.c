@@ -2,7 +2,9 @@
 #include "state.h"
 #include "check.h"
 #include "ema.h"
+#include "layer_spec.h"
 #include "log.h"
+#include "model.h"
 #include "version.h"
 
 #include <stdlib.h>
@@ -135,11 +137,66 @@ static void warn_newer_checkpoints(const char *dir, long start)
 	free(files);
 }
 
+/* The layers a configuration text asks for, canonical, into buf: 0, or -1
+ * (buf "") when there is no text or this mtrain cannot parse it. */
+static int model_of(const char *text, char *buf, size_t len)
+{
+	struct config cfg;
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n = 0;
+	buf[0] = 0;
+	config_defaults(&cfg);
+	int rc = !text || config_parse_text(&cfg, text, "the checkpoint's config") ||
+		 model_specs(&cfg, spec, &n) ? -1 : 0;
+	if (rc == 0)
+		layer_spec_text(spec, n, buf, len);
+	user_error_clear();
+	return rc;
+}
+
+/* Rank 0: the user error of --resume auto when the newest checkpoint of the
+ * folder is not corrupt but does not read (state_read's RC_USER). When it
+ * holds another model's variables (one line per variable), one line
+ * instead: both models' layers (or, when they read the same, the first
+ * variable that differs) and what to do. Any other error stays as it was. */
+static void another_model(const char *path, const struct resume_run *run)
+{
+	char *was = strdup(user_error_text());
+	ALLOC_CHECK(was);
+	char first[512], theirs[1024] = "", ours[1024], why[2200];
+	const char *colon = strstr(was, ": ");
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(colon ? colon + 2 : was, "\n"),
+		 colon ? colon + 2 : was);
+	struct ckpt_meta m;
+	user_error_clear();
+	if (ckpt_read_meta(path, &m) == 0)
+		model_of(m.config, theirs, sizeof(theirs));
+	user_error_clear();
+	ckpt_meta_free(&m);
+	model_of(run->config_text, ours, sizeof(ours));
+	int other_model = theirs[0] && strcmp(theirs, ours);
+	int mismatch = strstr(was, " vs model ") != NULL; /* ckpt_read's lines */
+	if (other_model)
+		snprintf(why, sizeof(why), "was written by another model (%s; this run: %s)", theirs,
+			 ours);
+	else if (mismatch)
+		snprintf(why, sizeof(why), "holds other variables than this run's (%s%s)", first,
+			 strchr(was, '\n') ? ", and more" : "");
+	if (other_model || mismatch)
+		user_error("%s, the newest checkpoint in %s, %s: give this run another "
+			   "--ckpt-dir, or --resume never to start afresh", path, run->cfg->ckpt_dir,
+			   why);
+	else
+		user_error("%s", was);
+	free(was);
+}
+
 /* Rank 0: the checkpoint --resume names, read into the staging; its path
  * in used ("" for none: a fresh start). */
-static void find_checkpoint(struct state *s, const struct config *cfg, struct ckpt_meta *m,
+static void find_checkpoint(struct state *s, const struct resume_run *run, struct ckpt_meta *m,
 			    char *used, size_t len)
 {
+	const struct config *cfg = run->cfg;
 	if (!strcmp(cfg->resume, "never"))
 		return;
 	if (strcmp(cfg->resume, "auto")) {
@@ -156,8 +213,10 @@ static void find_checkpoint(struct state *s, const struct config *cfg, struct ck
 		else if (rc == RC_CORRUPT) {
 			log_warn("skipping checkpoint: %s", user_error_text());
 			user_error_clear();
-		} else
+		} else {
+			another_model(files[i].path, run);
 			break;
+		}
 	}
 	free(files);
 }
@@ -198,14 +257,14 @@ int state_resume(struct state *s, const struct resume_run *run, struct position 
 	memset(at, 0, sizeof(*at));
 	char used[FILE_PATH_LEN] = "";
 	if (c->rank == 0) {
-		find_checkpoint(s, run->cfg, &m, used, sizeof(used));
+		find_checkpoint(s, run, &m, used, sizeof(used));
 		if (used[0])
 			check_fit(used, &m, run);
 		/* auto took the newest it could read; newer ones were warned of */
 		if (!user_error_pending() && strcmp(run->cfg->resume, "auto"))
 			warn_newer_checkpoints(run->cfg->ckpt_dir, used[0] ? m.global_step : 0);
 	}
-	free(m.config);
+	ckpt_meta_free(&m);
 	if (comm_user_errors(c))
 		return -1;
 	long pos[4] = {used[0] != 0, m.global_step, m.epoch, m.step_in_epoch};

@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ckpt_var vars[2] = {{"dense/kernel", 2, {12, 16}, k}, {"dense/bias", 1, {16, 0}, b}};
 	struct ckpt_meta m;
 	if (ckpt_read(path, vars, 2, 1, &m) == 0)
-		free(m.config);
+		ckpt_meta_free(&m);
 	fuzz_reset();
 	FILE *sink = fopen("/dev/null", "w");
 	ckpt_inspect(path, 0, sink);

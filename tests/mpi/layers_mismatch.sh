@@ -16,4 +16,14 @@ expect_status 2 timeout 60 "$MPIRUN" --oversubscribe -np 1 "$MTRAIN" "${SMALL[@]
 grep -q "rank 1 on .*: started with other options than rank 0: rank 0 has 'ema-sync-every = 100', rank 1 'ema-sync-every = 2'" last.err ||
 	{ cat last.err; fail "differing options not named"; }
 [ ! -e ck ] || fail "a checkpoint folder was written"
-pass "mismatched ranks abort with the naming message"
+# A checkpoint folder written by another model (--layers changed, --ckpt-dir
+# kept): one error line naming both models and what to do, not one line per
+# variable; exit status 2 and nothing written.
+ranks 2 "${SMALL[@]}" --steps 6 --ckpt-dir kept >/dev/null
+ls -l --time-style=full-iso kept >before.ls
+expect_status 2 ranks 2 "${SMALL[@]}" --layers 16,9 --steps 12 --ckpt-dir kept
+grep -q "^mtrain: error: kept/ckpt-00000006.h5, the newest checkpoint in kept, was written by another model (dense:16,relu,dense:8,relu,dense; this run: dense:16,relu,dense:9,relu,dense): give this run another --ckpt-dir, or --resume never to start afresh$" last.err ||
+	{ cat last.err; fail "another model's folder: not the one line naming both models"; }
+[ "$(grep -c '^mtrain: error' last.err)" = 1 ] || { cat last.err; fail "another model's folder: not exactly one error line"; }
+ls -l --time-style=full-iso kept | cmp -s - before.ls || fail "another model's folder: something was written"
+pass "mismatched ranks abort with the naming message; another model's folder is one line"

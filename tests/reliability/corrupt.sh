@@ -37,6 +37,12 @@ check moved "dense/kernel is stored as dense.kernel2, not where its name puts it
 check stepdset "global_step does not match its digest"
 # Chunks never written (they read as zeros).
 check holes "dense/kernel declares .12,16. but the file does not hold"
+# One byte of the kernel's datatype message flipped on disk, and the
+# kernel's chunk address zeroed where the file indexes it: HDF5 cannot open
+# the dataset (its header fails its checksum). The variable is there,
+# unreadable: corrupt, not "missing vs model".
+check dtypebyte "the dataset dense.kernel is damaged: its object header cannot be read"
+check chunkindex "the dataset dense.kernel is damaged: its object header cannot be read"
 # A file that crashes its reader, as some forged files crash HDF5 1.10
 # (tests/fuzz/known-hdf5): checkpoints are read in a child process, which a
 # test fault crashes here; the training process lives on and falls back.
@@ -59,4 +65,4 @@ grep -q "corrupt\|digest" last.err && fail "another run's checkpoint called corr
 # version 3; format 1 files had version 0, without checksums).
 h5dump -B -H good/ckpt-00000012.h5 >superblock.txt
 grep -q "SUPERBLOCK_VERSION 3" superblock.txt || { head superblock.txt; fail "not HDF5 1.10's file format"; }
-pass "7 kinds of corruption and a crashing reader skipped by --resume auto and refused by --resume FILE; another run told apart"
+pass "9 kinds of corruption and a crashing reader skipped by --resume auto and refused by --resume FILE; another run told apart"

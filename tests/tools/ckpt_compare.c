@@ -103,8 +103,8 @@ static int compare(const char *pa, const char *pb, double rtol, enum measure how
 	printf("%s vs %s: %d variables, %s\n", pa, pb, na, bad ? "DIFFERENT" : "equal");
 	ckpt_free_vars(a, na);
 	ckpt_free_vars(b, nb);
-	free(ma.config);
-	free(mb.config);
+	ckpt_meta_free(&ma);
+	ckpt_meta_free(&mb);
 	return bad;
 }
 
@@ -230,7 +230,7 @@ static int check_names(const char *path)
 	printf("%s: %d trainable variables, %d shadows, %d moving statistics, names %s\n", path,
 	       trainable, shadows, moving, bad ? "WRONG" : "canonical");
 	ckpt_free_vars(v, n);
-	free(m.config);
+	ckpt_meta_free(&m);
 	return bad || trainable == 0;
 }
 
@@ -277,8 +277,8 @@ static int check_ema_step(const char *pa, const char *pb, double decay)
 	       bad ? "WRONG" : "as TF's rule");
 	ckpt_free_vars(a, na);
 	ckpt_free_vars(b, nb);
-	free(ma.config);
-	free(mb.config);
+	ckpt_meta_free(&ma);
+	ckpt_meta_free(&mb);
 	return bad || shadows == 0;
 }
 

@@ -22,6 +22,10 @@
  *                                      be (the kernel as big-endian float32),
  *                                      moved (the kernel at another path),
  *                                      stepdset (the global_step dataset + 1),
+ *                                      dtypebyte (one byte of the kernel's
+ *                                      datatype message flipped on disk),
+ *                                      chunkindex (the kernel's chunk address
+ *                                      zeroed where the file indexes it),
  *                                      or written as h5py would (vlconfig: the
  *                                      config attribute a variable-length string;
  *                                      strarray: format an array of 4 strings)
@@ -272,8 +276,64 @@ static int forge(const char *in, const char *out, const char *key, long value)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	rc = system(cmd) || rc;
 	ckpt_free_vars(vars, n);
-	free(m.config);
+	ckpt_meta_free(&m);
 	return rc ? -1 : 0;
+}
+
+/* Overwrites the first len bytes of path at or after offset from that
+ * hold want[0..len), outside [skip, skip + skip_len), with put[0..len): 0,
+ * or -1 when they are nowhere. An edit below HDF5, as a disk would make. */
+static int patch_bytes(const char *path, long from, const void *want, const void *put,
+		       size_t len, long skip, long skip_len)
+{
+	FILE *f = fopen(path, "r+b");
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	unsigned char *buf = malloc((size_t)size);
+	rewind(f);
+	int rc = buf && fread(buf, 1, (size_t)size, f) == (size_t)size ? -1 : -2;
+	for (long at = from; rc == -1 && at + (long)len <= size; at++) {
+		if ((at >= skip && at < skip + skip_len) || memcmp(buf + at, want, len))
+			continue;
+		fseek(f, at, SEEK_SET);
+		rc = fwrite(put, 1, len, f) == len ? 0 : -1;
+	}
+	free(buf);
+	return fclose(f) || rc ? -1 : 0;
+}
+
+/* dtypebyte and chunkindex: dense.kernel's datatype message (float32
+ * little-endian: version 1, class float, its bit fields and size 4) has
+ * one byte flipped, or its chunk's address zeroed where the file indexes
+ * it (in the layout message of a one-chunk dataset, else the chunk index). */
+static int damage_on_disk(const char *out, const char *kind)
+{
+	hid_t file = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+	hid_t ds = file < 0 ? -1 : H5Dopen2(file, "dense.kernel", H5P_DEFAULT);
+	if (ds < 0)
+		return -1;
+	H5O_info_t oi;
+	hsize_t first[2] = {0, 0}, size = 0;
+	haddr_t addr = 0;
+	unsigned mask;
+	hid_t space = H5Dget_space(ds);
+	int rc = H5Oget_info2(ds, &oi, H5O_INFO_BASIC) < 0 ||
+		 H5Dget_chunk_info_by_coord(ds, first, &mask, &addr, &size) < 0;
+	H5Sclose(space);
+	H5Dclose(ds);
+	H5Fclose(file);
+	if (rc)
+		return -1;
+	if (!strcmp(kind, "dtypebyte")) {
+		const unsigned char f32le[8] = {0x11, 0x20, 0x1f, 0x00, 0x04, 0, 0, 0},
+				    f40le[8] = {0x11, 0x20, 0x1f, 0x00, 0x05, 0, 0, 0};
+		return patch_bytes(out, (long)oi.addr, f32le, f40le, sizeof(f32le), 0, 0);
+	}
+	/* the file's addresses: 8 bytes, little-endian */
+	uint64_t le = (uint64_t)addr, zero = 0;
+	return patch_bytes(out, 0, &le, &zero, sizeof(le), (long)addr, (long)size);
 }
 
 static int badckpt(const char *in, const char *out, const char *kind)
@@ -288,6 +348,8 @@ static int badckpt(const char *in, const char *out, const char *kind)
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", in, out);
 	if (system(cmd))
 		return -1;
+	if (!strcmp(kind, "dtypebyte") || !strcmp(kind, "chunkindex"))
+		return damage_on_disk(out, kind);
 	hid_t file = H5Fopen(out, H5F_ACC_RDWR, H5P_DEFAULT);
 	if (file < 0)
 		return -1;

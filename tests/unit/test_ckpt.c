@@ -144,7 +144,7 @@ static void check_round_trip(const char *dir, struct fixture *f, char *path, siz
 	EXPECT_STR(m.created, "2025-01-02T03:04:05Z");
 	EXPECT_STR(m.version, "0.1.0-test");
 	EXPECT(m.format_version == CKPT_FORMAT_VERSION);
-	free(m.config);
+	ckpt_meta_free(&m);
 
 	/* Order of the variables asked for does not matter: reading is by name. */
 	struct ckpt_var rev[N_VARS];
@@ -153,14 +153,14 @@ static void check_round_trip(const char *dir, struct fixture *f, char *path, siz
 	memset(rev[0].data, 0, var_bytes(&rev[0]));
 	EXPECT(ckpt_read(path, rev, N_VARS, 0, &m) == 0);
 	EXPECT(memcmp(rev[0].data, f->vars[N_VARS - 1].data, var_bytes(&rev[0])) == 0);
-	free(m.config);
+	ckpt_meta_free(&m);
 	vars_free(got, N_VARS);
 
 	struct ckpt_meta only;
 	EXPECT(ckpt_read_meta(path, &only) == 0);
 	EXPECT(only.global_step == 42 && only.seed == 0xdeadbeefcafeull);
 	EXPECT(only.config && !strcmp(only.config, f->meta.config));
-	free(only.config);
+	ckpt_meta_free(&only);
 }
 
 /* The root attributes as mtrain writes them: 11 int64 scalars (format 2
@@ -252,7 +252,7 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 	EXPECT(copy_edited(q, dir, "v1.h5", "format_version", &one, p, sizeof(p)) == 0);
 	user_error_clear();
 	EXPECT(ckpt_read_meta(p, &m) == 0 && m.format_version == 1);
-	free(m.config);
+	ckpt_meta_free(&m);
 	EXPECT(copy_edited(p, dir, "opt1.h5", "config", NULL, q, sizeof(q)) == 0);
 	memcpy(p, q, sizeof(p));
 	EXPECT(copy_edited(p, dir, "opt2.h5", "created", NULL, q, sizeof(q)) == 0);
@@ -281,7 +281,7 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 	EXPECT(mkdir(sub, 0700) == 0 && ckpt_write(sub, f->vars, N_VARS, &nocfg) == 0);
 	ckpt_path(sub, 42, p, sizeof(p));
 	EXPECT(ckpt_read_meta(p, &m) == 0 && m.config && !strcmp(m.config, ""));
-	free(m.config);
+	ckpt_meta_free(&m);
 }
 
 /* Every number is required: a file without one is refused, naming it. */
@@ -316,7 +316,7 @@ static void check_versions(const char *dir, const char *path)
 		snprintf(want, sizeof(want), "format version %lld;", (long long)versions[i]);
 		if (i < 2) {
 			EXPECT(rc == 0 && m.format_version == versions[i]);
-			free(m.config);
+			ckpt_meta_free(&m);
 			continue;
 		}
 		EXPECT(rc == -2);
@@ -385,7 +385,7 @@ static void check_strict(const char *path, const struct fixture *f)
 	EXPECT(ckpt_read(path, fewer, N_VARS - 1, 1, &m) == 0);
 	EXPECT(!user_error_pending());
 	EXPECT(memcmp(fewer[1].data, f->vars[2].data, var_bytes(&f->vars[2])) == 0);
-	free(m.config);
+	ckpt_meta_free(&m);
 	vars_free(got, N_VARS);
 
 	/* Two mismatches: both reported. */
@@ -659,7 +659,7 @@ static void check_busy_threads(const char *path)
 		struct ckpt_meta m;
 		if (ckpt_read_meta(path, &m) == 0 && m.global_step == 42)
 			right++;
-		free(m.config);
+		ckpt_meta_free(&m);
 	}
 	atomic_store(&g_churning, 0);
 	pthread_join(t[0], NULL);
