@@ -152,15 +152,20 @@ void backend_cpu_pick_kernels(char **argv);
 /* The CPU reference backend (OpenBLAS sgemm, one thread per rank). It
  * flushes denormal floats to zero on the calling thread (x86: FTZ, DAZ). */
 const struct backend *backend_cpu(void);
-/* The CUDA backend on GPU local_rank % (visible GPUs) (the only one when a
- * rank sees one, as under a per-rank CUDA_VISIBLE_DEVICES), when this build
- * has one and this rank sees a GPU. NULL otherwise, with *why saying which;
- * *fatal is set when a GPU exists but cannot be used, an error even under
- * --device auto. Whether two ranks landed on one GPU is the caller's check
- * (device_id), since it needs the other ranks. Release it with
- * backend_close. */
-const struct backend *backend_cuda_open(int local_rank, int local_size, const char **why,
-					int *fatal);
+/* Opens an accelerator backend (a row of ACCEL_KINDS, base/kinds.h) on
+ * this rank: for CUDA, GPU local_rank % (visible GPUs) (the only one when
+ * a rank sees one, as under a per-rank CUDA_VISIBLE_DEVICES). NULL when
+ * this build has none or this rank sees no device, with *why saying which;
+ * *fatal is set when a device exists but cannot be used, an error even
+ * under --device auto. Whether two ranks landed on one device is the
+ * caller's check (device_id), since it needs the other ranks. Release it
+ * with backend_close. */
+typedef const struct backend *backend_open_fn(int local_rank, int local_size, const char **why,
+					      int *fatal);
+/* Each accelerator's open function, by its row: backend_cuda_open. */
+#define BACKEND_OPEN_DECL(id, name, open) backend_open_fn open;
+ACCEL_KINDS(BACKEND_OPEN_DECL)
+#undef BACKEND_OPEN_DECL
 /* GPUs visible to this process (0 without CUDA or without a driver). */
 int backend_cuda_devices(void);
 /* be->close(be); NULL is a no-op. */
@@ -169,8 +174,9 @@ void backend_close(const struct backend *be);
 struct config;
 struct comm;
 /* The backend every rank uses, and the communicator's data plane to match:
- * CUDA + NCCL when cfg->device asks for it, or under auto when every rank
- * has a GPU of its own; the CPU + MPI otherwise. NULL after a user error
+ * the accelerator cfg->device names (CUDA + NCCL), or under auto the first
+ * of ACCEL_KINDS that every rank has a device of its own for; the CPU +
+ * MPI otherwise. NULL after a user error
  * (reported through comm_user_errors). Collective. */
 const struct backend *backend_select(const struct config *cfg, struct comm *c);
 /* Undoes backend_select: the data plane back to MPI, the backend closed.

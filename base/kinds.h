@@ -34,11 +34,19 @@
 enum optim_hp_id { OPTIM_HP_NONE, OPTIM_HP_BETA1, OPTIM_HP_BETA2, OPTIM_HP_WEIGHT_DECAY,
 		   OPTIM_HP_COUNT };
 
-/* X(id, name): where each rank computes (--device). */
+/* X(id, name, open): the accelerator backends, in the order --device auto
+ * tries them, each with the function that opens it on this rank (api/
+ * backend.h's backend_open_fn; src/backend.c declares and calls it). A new
+ * backend is its file, one row here and its CMake target. */
+#define ACCEL_KINDS(X)                                                         \
+	X(DEVICE_CUDA, "cuda", backend_cuda_open)
+
+/* X(id, name, ...): where each rank computes (--device): auto, the CPU,
+ * or one of the accelerators. */
 #define DEVICE_KINDS(X)                                                        \
 	X(DEVICE_AUTO, "auto")                                                 \
 	X(DEVICE_CPU, "cpu")                                                   \
-	X(DEVICE_CUDA, "cuda")
+	ACCEL_KINDS(X)
 
 /* X(id, name): matrix products in fp32 throughout, or bf16 inputs with
  * fp32 accumulation (weights, slots and shadows stay fp32 either way). */

@@ -46,40 +46,53 @@ static int shared_gpu(const struct backend *be, struct comm *c, int is_error)
 	return shared;
 }
 
-/* The CUDA backend when every rank has its own GPU and cfg allows it, else
- * NULL, having closed any GPU opened in vain (error lines stop naming it).
- * *failed after a user error. Collective. */
-static const struct backend *pick_cuda(const struct config *cfg, struct comm *c, int *failed)
+/* The accelerators, in the order --device auto tries them. */
+static const struct accel {
+	int device;            /* its --device word, e.g. DEVICE_CUDA */
+	backend_open_fn *open; /* e.g. backend_cuda_open */
+} accels[] = {
+#define ACCEL_ROW(id, name, open) {id, open},
+	ACCEL_KINDS(ACCEL_ROW)
+#undef ACCEL_ROW
+};
+
+/* Accelerator a when every rank has its own device of it and cfg allows
+ * it, else NULL, having closed any device opened in vain (error lines stop
+ * naming it). *failed after a user error. Collective. */
+static const struct backend *pick(const struct accel *a, const struct config *cfg,
+				  struct comm *c, int *failed)
 {
-	const struct backend *cuda = NULL;
+	const struct backend *be = NULL;
 	const char *why = "";
 	int fatal = 0;
-	if (cfg->device != DEVICE_CPU) {
-		cuda = backend_cuda_open(c->local_rank, c->local_size, &why, &fatal);
-		if (fatal || (cfg->device == DEVICE_CUDA && !cuda))
+	if (cfg->device == DEVICE_AUTO || cfg->device == a->device) {
+		be = a->open(c->local_rank, c->local_size, &why, &fatal);
+		if (fatal || (cfg->device == a->device && !be))
 			user_error("--device %s: %s", kind_name(device_names, cfg->device), why);
 	}
 	*failed = comm_user_errors(c);
-	if (*failed || comm_any(c, cuda == NULL)) {
-		if (cuda && !*failed)
+	if (*failed || comm_any(c, be == NULL)) {
+		if (be && !*failed)
 			log_info("some ranks see no GPU: every rank computes on the CPU");
-		backend_close(cuda);
+		backend_close(be);
 		return NULL;
 	}
-	if (shared_gpu(cuda, c, cfg->device == DEVICE_CUDA)) {
-		backend_close(cuda);
+	if (shared_gpu(be, c, cfg->device == a->device)) {
+		backend_close(be);
 		*failed = comm_user_errors(c);
 		if (!*failed)
 			log_info("two ranks would share a GPU: every rank computes on the CPU");
 		return NULL;
 	}
-	return cuda;
+	return be;
 }
 
 const struct backend *backend_select(const struct config *cfg, struct comm *c)
 {
 	int failed = 0;
-	const struct backend *be = pick_cuda(cfg, c, &failed);
+	const struct backend *be = NULL;
+	for (size_t i = 0; !be && !failed && i < sizeof(accels) / sizeof(accels[0]); i++)
+		be = pick(&accels[i], cfg, c, &failed);
 	if (failed)
 		return NULL;
 	if (!be)
