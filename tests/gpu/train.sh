@@ -4,16 +4,16 @@
 # the reverse; bf16 trains; --device auto picks CUDA + NCCL and says so; more
 # ranks than GPUs on a node fail with a message, not a hang; two ranks train
 # through NCCL (on one GPU too, as two hosts to NCCL), with and without
-# ZeRO-1. Skips (77)
-# without a GPU; fails if the GPU is there but unusable. Each block runs on
+# ZeRO-1. Skips (77) where the machine has no GPU, saying why (gpu_probe's
+# reason); fails if a GPU is there but unusable, or this build has no CUDA. Each block runs on
 # even when an earlier one failed (a GPU run is scarce), and the test fails
 # if any did.
 GPU_TESTS=$(cd "$(dirname "$0")" && pwd)
 . "$GPU_TESTS/../mpi/lib.sh"
 probe=0
 gpus=$("$MTRAIN_BUILD/tests/gpu/gpu_probe") || probe=$?
-[ $probe = 77 ] && { echo "SKIPPED: no GPU visible"; exit 77; }
-[ $probe = 0 ] || fail "gpu_probe: exit status $probe"
+[ $probe = 77 ] && { echo "SKIPPED: ${gpus#gpu_probe: SKIPPED: }"; exit 77; }
+[ $probe = 0 ] || fail "gpu_probe: exit status $probe (its reason above)"
 make_data
 # Every GPU run gives up on a stuck collective long before the test does.
 FLAGS=("${SMALL[@]}" --optimizer momentum --lr 0.05 --comm-timeout 30)
