@@ -48,7 +48,8 @@ cmake --build "$build" -j "$(nproc)"
 
 # The tests' Python: Debian's python3 (torch and h5py are its packages),
 # with safetensors and tensorboard from PyPI. Without PyPI the tests that
-# need them report skipped, saying which module is missing.
+# need them report skipped, saying which module is missing (and fail under
+# MTRAIN_NO_SKIP=1, as in CI).
 if [ "${1:-}" = --tests ]; then
 	py=$build/py/bin/python
 	[ -x "$py" ] || /usr/bin/python3 -m venv --system-site-packages "$build/py"

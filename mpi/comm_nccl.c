@@ -143,7 +143,9 @@ static void nccl_reduce_scatter(struct comm *c, float *buf, size_t n, size_t eac
 }
 
 /* In place when the blocks fill n exactly; else (the last block is short,
- * and what follows n in buf must stay) through the plane's own buffer. */
+ * and what follows n in buf must stay) through the plane's own buffer.
+ * NCCL's receive buffer is the whole (rank i's block lands at i * each):
+ * in place is send == land + rank * each. */
 static void nccl_allgather(struct comm *c, float *buf, size_t n, size_t each)
 {
 	struct nccl_state *s = c->impl;
@@ -160,8 +162,8 @@ static void nccl_allgather(struct comm *c, float *buf, size_t n, size_t each)
 	comm_span_begin(c, "all-gather");
 	after_compute(s);
 	watchdog_count(1);
-	NCCL_CHECK(ncclAllGather(buf + (size_t)c->rank * each, land + (size_t)c->rank * each, each,
-				 ncclFloat, s->comm, s->stream));
+	NCCL_CHECK(ncclAllGather(buf + (size_t)c->rank * each, land, each, ncclFloat, s->comm,
+				 s->stream));
 	settle(c, s, "all-gather");
 	if (land != buf)
 		CUDA_CHECK(cudaMemcpyAsync(buf, land, n * sizeof(float), cudaMemcpyDeviceToDevice,

@@ -2,6 +2,8 @@
 # The test command: installs what is missing, builds with warnings as errors,
 # and runs the whole CTest suite: unit, multi-rank (mpirun), Slurm (a real
 # one, started by the test), and the CUDA tests, which skip without a GPU.
+# A test that cannot run here for want of what this command installs skips,
+# saying why; MTRAIN_NO_SKIP=1 (CI: .ci/run) makes that a failure.
 # Extra arguments go to ctest, e.g. tests/run.sh -L unit.
 #
 # MTRAIN_SANITIZE=ON tests/run.sh -L '^(unit|mpi|io|cli|e2e)$' runs them on

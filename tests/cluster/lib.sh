@@ -53,7 +53,6 @@ cluster_gone() {
 }
 trap 'cluster_down; jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 
-skip() { echo "SKIP: $*"; exit 77; }
 
 # cl_step WHAT COMMAND...: one step of the bring-up; when it fails, the test
 # fails with one line naming the step and the command's own message (the
@@ -86,10 +85,10 @@ cluster_up() {
 	local n=$1 i k start
 	start=$(date +%s%N)
 	for tool in ip unshare nsenter; do
-		command -v "$tool" >/dev/null || skip "no $tool: cannot make the cluster's nodes"
+		command -v "$tool" >/dev/null || skip_or_fail "no $tool: cannot make the cluster's nodes"
 	done
 	ip netns add "$CL_TAG-sw" 2>netns.err ||
-		skip "cannot create network namespaces here ($(head -n 1 netns.err))"
+		skip_or_fail "cannot create network namespaces here ($(head -n 1 netns.err))"
 	# A /24 no other cluster here uses: the unreachable route claims it.
 	for k in $(seq 0 49); do
 		i=10.213.$((($$ + k * 5) % 250))

@@ -9,8 +9,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/../slurm/daemons.sh"
 trap 'stop_daemons; cluster_down; jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-command -v slurmctld >/dev/null && command -v munged >/dev/null || skip "no Slurm"
-grep -q ' /sys/fs/cgroup ' /proc/mounts || skip "no cgroup file system at /sys/fs/cgroup: slurmd cannot start here"
+command -v slurmctld >/dev/null && command -v munged >/dev/null ||
+	skip_or_fail "no Slurm (jobs/setup.sh --tests installs slurm-wlm and munge)"
+grep -q ' /sys/fs/cgroup ' /proc/mounts || skip_or_fail "no cgroup file system at /sys/fs/cgroup: slurmd cannot start here"
 REPO=$(cd "$HERE/../.." && pwd)
 cluster_up 2
 start=$(date +%s%N)

@@ -1,7 +1,7 @@
 # jobs/plot.sh draws a metrics file's learning curves into a PNG of
 # 1000x700; a file with no training lines is refused (exit 2).
 . "$(dirname "$0")/lib.sh"
-command -v gnuplot >/dev/null || { echo "SKIPPED: no gnuplot (jobs/setup.sh --tests installs gnuplot-nox)"; exit 77; }
+command -v gnuplot >/dev/null || skip_or_fail "no gnuplot (jobs/setup.sh --tests installs gnuplot-nox)"
 PLOT=$(cd "$(dirname "$0")/../.." && pwd)/jobs/plot.sh
 make_data
 ranks 2 "${SMALL[@]}" --steps 24 --log-every 2 --ckpt-dir ck --metrics m.jsonl >/dev/null

@@ -1,7 +1,8 @@
 # A daemon that cannot start fails the Slurm test with one line naming it,
 # and leaves nothing running: slurm.sh is run with slurmctld, then slurmd,
 # given a config line they cannot parse (MTRAIN_SLURM_BREAK). Skips (77)
-# where slurm.sh itself skips.
+# where slurm.sh itself skips, and fails where it cannot run under
+# MTRAIN_NO_SKIP=1.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../mpi/lib.sh"
 for daemon in slurmctld slurmd; do
@@ -10,6 +11,7 @@ for daemon in slurmctld slurmd; do
 	TMPDIR=$WORK/$daemon MTRAIN_SLURM_BREAK=$daemon timeout 120 bash "$HERE/slurm.sh" \
 		>"$daemon.out" 2>&1 || rc=$?
 	[ "$rc" = 77 ] && { cat "$daemon.out"; exit 77; }
+	grep -q '^FAIL: cannot run here: ' "$daemon.out" && { cat "$daemon.out"; exit 1; }
 	[ "$rc" = 1 ] || { cat "$daemon.out"; fail "broken $daemon: exit status $rc, want 1"; }
 	grep -q "^FAIL: $daemon did not start" "$daemon.out" ||
 		{ cat "$daemon.out"; fail "broken $daemon: the failure does not name it"; }

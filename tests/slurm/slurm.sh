@@ -4,7 +4,8 @@
 # does), and checks the whole story: mtrain checkpoints and stops, the script
 # requeues the job, the requeued job resumes from the checkpoint and
 # finishes, bitwise equal to a run never stopped. Needs root (daemons);
-# skips (77) when Slurm is not installed or cannot run here. Every daemon it
+# skips (skip_or_fail: fails under MTRAIN_NO_SKIP=1) when Slurm is not
+# installed or cannot run here. Every daemon it
 # started is stopped on the way out (tests/slurm/daemons.sh).
 #
 # MTRAIN_SLURM_BREAK=slurmd (or slurmctld) gives that daemon a config with a
@@ -13,12 +14,13 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../mpi/lib.sh"
 . "$HERE/daemons.sh"
-command -v slurmctld >/dev/null && command -v munged >/dev/null || { echo "SKIPPED: no Slurm"; exit 77; }
-[ "$(id -u)" = 0 ] || { echo "SKIPPED: starting Slurm's daemons needs root"; exit 77; }
+command -v slurmctld >/dev/null && command -v munged >/dev/null ||
+	skip_or_fail "no Slurm (jobs/setup.sh --tests installs slurm-wlm and munge)"
+[ "$(id -u)" = 0 ] || skip_or_fail "starting Slurm's daemons needs root"
 # Slurm 22.05's slurmd stops at start-up without one ("No filesystem
 # mounted on /sys/fs/cgroup"), even with TaskPlugin=task/none.
 grep -q ' /sys/fs/cgroup ' /proc/mounts ||
-	{ echo "SKIPPED: no cgroup file system at /sys/fs/cgroup: slurmd cannot start here"; exit 77; }
+	skip_or_fail "no cgroup file system at /sys/fs/cgroup: slurmd cannot start here"
 REPO=$(cd "$HERE/../.." && pwd)
 host=$(hostname -s)
 cpus=$(nproc)

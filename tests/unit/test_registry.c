@@ -179,14 +179,16 @@ static void check_glorot(const struct model *m)
 }
 
 /* ZeRO-1's shards: for any total and rank count, the shards tile [0, T)
- * in rank order without overlap, each starts aligned, all but the trailing
- * ones are the same length, and one rank is the whole. */
+ * in rank order without overlap or hole: each starts where the one before
+ * it ended, aligned (at r * each); every shard but the last non-empty one
+ * is full length; an empty shard starts at T (never before: that would be
+ * a hole nobody owns). One rank is the whole. */
 static void check_shards(void)
 {
 	const size_t totals[] = {1, 15, 16, 17, 51, 269322, 1000003};
 	for (size_t k = 0; k < sizeof(totals) / sizeof(totals[0]); k++)
 		for (int ranks = 1; ranks <= 9; ranks++) {
-			size_t T = totals[k], next = 0, each = 0;
+			size_t T = totals[k], at = 0, each = 0;
 			for (int r = 0; r < ranks; r++) {
 				struct shard s;
 				shard_plan(&s, T, r, ranks);
@@ -195,14 +197,18 @@ static void check_shards(void)
 				EXPECT(s.total == T && s.ranks == ranks && s.each == each);
 				EXPECT(ranks == 1 || s.each % PARAM_ALIGN == 0);
 				EXPECT((size_t)ranks * s.each >= T);
-				EXPECT(s.len <= s.each);
-				EXPECT(s.first == (next < T ? next : T)); /* follows the last */
-				EXPECT(s.len == 0 || s.len == s.each || s.first + s.len == T);
-				next = s.first + s.len < T ? (size_t)(r + 1) * s.each : T;
+				EXPECT(s.first == at); /* where the one before ended */
+				EXPECT(s.first + s.len <= T);
+				if (s.len == 0)
+					EXPECT(s.first == T); /* empty: at the end, no hole */
+				else
+					EXPECT(s.first == (size_t)r * s.each &&
+					       (s.len == s.each || s.first + s.len == T));
+				at = s.first + s.len;
 				if (ranks == 1)
 					EXPECT(s.first == 0 && s.len == T);
 			}
-			EXPECT(next == T); /* every value owned */
+			EXPECT(at == T); /* every value owned */
 		}
 	struct shard s;
 	shard_plan(&s, 51, 4, 5); /* 16 a shard: rank 4 starts past 51 */
