@@ -7,7 +7,8 @@
 # replica index. With each rank's own statistics the replicas' trainable
 # variables still agree bitwise (--check-replicas) while the statistics
 # differ from --sync-bn's; evaluation and export use the moving statistics.
-# (The mean of the ranks' own statistics is tests/mpi/ema_sync.c's check.)
+# The trainer averages the ranks' own moving statistics: after one step of
+# 7 rows a rank they equal --sync-bn's (ema_sync.c checks the mean itself).
 . "$(dirname "$0")/lib.sh"
 make_data
 # Batch norm after each activation: a bias right before batch norm has a
@@ -55,6 +56,22 @@ ranks 2 "${FLAGS[@]}" --steps 20 --check-replicas 1 --ckpt-dir local >log ||
 "$CMP" --norm ck2/ckpt-00000020.h5 local/ckpt-00000020.h5 1e-5 >/dev/null 2>&1 &&
 	fail "--sync-bn changed nothing"
 "$CMP" --names local/ckpt-00000020.h5 >/dev/null || fail "names with local statistics"
+# The mean of equal-count batch means is the global batch's mean, so after
+# one step (same initial weights, so the same inputs to the first batch
+# norm) its moving mean with each rank's own statistics, averaged over the
+# ranks, is --sync-bn's; rank 0's own (not averaged) is not.
+ranks 2 "${FLAGS[@]}" --sync-bn --steps 1 --ckpt-dir mm_sync >/dev/null
+ranks 2 "${FLAGS[@]}" --steps 1 --ckpt-dir mm_local >/dev/null
+moving_mean() { h5dump -d /batch_normalization.moving_mean -A 0 -y -m %.9g -w 0 "$1" |
+	sed -n '/DATA {/,/}/p' | grep -v '[{}]' | tr ',' ' '; }
+python3 - <(moving_mean mm_sync/ckpt-00000001.h5) <(moving_mean mm_local/ckpt-00000001.h5) <<'PY' ||
+import sys
+a = [float(v) for v in open(sys.argv[1]).read().split()]
+b = [float(v) for v in open(sys.argv[2]).read().split()]
+assert len(a) == len(b) == 4 and any(a), (a, b)
+assert all(abs(x - y) <= 1e-6 * (1 + abs(x)) for x, y in zip(a, b)), ("--sync-bn", a, "local", b)
+PY
+	fail "moving_mean with each rank's own statistics is not the mean over the ranks"
 # Evaluation: inference mode (moving statistics, no dropout): the same
 # figures on 1 and 2 ranks.
 ranks 2 eval --ckpt ck2/ckpt-00000020.h5 --eval-data eval.h5 --device cpu >e1
@@ -65,4 +82,4 @@ ranks 1 eval --ckpt ck2/ckpt-00000020.h5 --eval-data eval.h5 --device cpu >e2
 "$MTRAIN" export ck2/ckpt-00000020.h5 --out ema.safetensors --weights ema >/dev/null ||
 	fail "export --weights ema of a batch-norm model"
 grep -aq '"batch_normalization_1/moving_variance"' ema.safetensors || fail "export lacks moving statistics"
-pass "CNN with batchnorm and dropout: --sync-bn 1-4 ranks within 1e-5, rerun and resume bitwise, 4->2->1 resume, one moving mean/variance per layer, local statistics keep replicas equal"
+pass "CNN with batchnorm and dropout: --sync-bn 1-4 ranks within 1e-5, rerun and resume bitwise, 4->2->1 resume, one moving mean/variance per layer, local statistics keep replicas equal and are averaged over the ranks"

@@ -2,11 +2,19 @@
 # switch, MTRAIN_TEST_FAULT=flip:rank:step) is found at the next comparison:
 # one line naming the step, the rank and the variable, exit 1, and no
 # checkpoint of the replicas that disagree. Without the fault the same run
-# compares weights and, at every checkpoint, the EMA shadows, and finishes.
+# compares weights and, at every checkpoint, the EMA shadows (rank 0's,
+# broadcast), and finishes.
 . "$(dirname "$0")/../mpi/lib.sh"
 make_data
 ranks 2 "${SMALL[@]}" --steps 12 --check-replicas 2 --ckpt-dir ok >log ||
 	{ cat log; fail "a run without a fault did not finish"; }
+# At a checkpoint the comparison covers the EMA shadows, which every rank
+# holds as rank 0 broadcast them: with no evaluation before it (which would
+# sync them too), a broadcast that does not happen is a drift.
+NO_EVAL=("${SMALL[@]}")
+NO_EVAL[5]=none # --eval-data
+ranks 2 "${NO_EVAL[@]}" --ema-sync-every 3 --check-replicas 1 --steps 6 --ckpt-dir shadows >log 2>&1 ||
+	{ cat log; fail "the shadows differ across ranks at a checkpoint (no broadcast?)"; }
 # --check-replicas keeps whole replicas (--zero auto: 0): under ZeRO-1 each
 # step's all-gather would overwrite a drifted copy of another rank's shard.
 grep -q "^zero 0: " log || { cat log; fail "--check-replicas did not keep whole replicas"; }

@@ -115,17 +115,19 @@ static void check_shards(long n, long batch, int size)
 }
 
 /* The order depends on (seed, epoch) only: a loader that starts at epoch 2
- * (a resume) stages what one that went through epochs 0 and 1 does; another
- * seed gives another order. */
+ * (a resume) stages what one that went through epochs 0 and 1 does; one
+ * rank of one has the order one rank of three has (not the world size);
+ * another seed gives another order. */
 static void check_order_keys(void)
 {
 	const struct backend *be = backend_cpu();
 	enum { N = 40, B = 8 };
 	struct dataset d;
 	data_make(&d, N);
-	struct loader a, b, other;
+	struct loader a, b, alone, other;
 	loader_init(&a, be, &d, 5, B, 1, 3);
 	loader_init(&b, be, &d, 5, B, 1, 3);
+	loader_init(&alone, be, &d, 5, B, 0, 1);
 	loader_init(&other, be, &d, 6, B, 1, 3);
 	for (long e = 0; e < 2; e++)
 		loader_current(&a, e, 0);
@@ -133,11 +135,14 @@ static void check_order_keys(void)
 	EXPECT(sa->rows == sb->rows && sa->rows == 3);
 	EXPECT(!memcmp(sa->x, sb->x, sizeof(float) * DIM * (size_t)sa->rows));
 	EXPECT(!memcmp(sa->y, sb->y, sizeof(int32_t) * (size_t)sa->rows));
+	loader_current(&alone, 2, 3);
+	EXPECT(!memcmp(a.perm, alone.perm, sizeof(uint32_t) * N));
 	loader_current(&other, 2, 3);
 	EXPECT(memcmp(a.perm, other.perm, sizeof(uint32_t) * N));
 	EXPECT(is_bijection(other.perm, N));
 	loader_free(&a);
 	loader_free(&b);
+	loader_free(&alone);
 	loader_free(&other);
 	dataset_free(&d);
 }
