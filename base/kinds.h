@@ -35,9 +35,10 @@ enum optim_hp_id { OPTIM_HP_NONE, OPTIM_HP_BETA1, OPTIM_HP_BETA2, OPTIM_HP_WEIGH
 		   OPTIM_HP_COUNT };
 
 /* X(id, name, open): the accelerator backends, in the order --device auto
- * tries them, each with the function that opens it on this rank (api/
- * backend.h's backend_open_fn; src/backend.c declares and calls it). A new
- * backend is its file, one row here and its CMake target. */
+ * tries them, each with the function that opens it on this rank (a
+ * backend_open_fn: api/backend.h declares them from these rows, and
+ * backend_select in src/backend_select.c calls them). A new backend is its
+ * file, one row here and its CMake target. */
 #define ACCEL_KINDS(X)                                                         \
 	X(DEVICE_CUDA, "cuda", backend_cuda_open)
 
