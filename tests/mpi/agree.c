@@ -111,14 +111,7 @@ static void check_registry(void)
 /* rows rows of DIM floats, row i = (i, 2i, 3i) + salt, y = i % CLASSES. */
 static void data_make(struct dataset *d, long rows, float salt)
 {
-	memset(d, 0, sizeof(*d));
-	d->n_total = d->n = rows;
-	d->dim = DIM;
-	d->shape[0] = d->shape[1] = 1;
-	d->shape[2] = DIM;
-	d->classes = CLASSES;
-	d->xf = malloc(sizeof(float) * (size_t)(rows * DIM)); /* (rows, DIM) */
-	d->y = malloc(sizeof(int32_t) * (size_t)rows);        /* (rows) */
+	fixture_dataset(d, rows, DIM, CLASSES);
 	for (long i = 0; i < rows; i++) {
 		for (int j = 0; j < DIM; j++)
 			d->xf[i * DIM + j] = (float)(i * (j + 1)) + salt;

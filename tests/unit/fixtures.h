@@ -1,6 +1,9 @@
-/* Fixture helpers shared by the unit tests that touch files: a fresh temp
- * directory per test, files written into it, and removal of the whole tree. */
+/* Fixture helpers shared by the unit tests: a fresh temp directory per
+ * test, files written into it, removal of the whole tree, and in-memory
+ * data sets. */
 #pragma once
+#include "dataset.h"
+
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,4 +79,20 @@ static inline unsigned char *fixture_read_file(const char *path, size_t *len)
 	fclose(f);
 	*len = n;
 	return buf;
+}
+
+/* An in-memory data set of rows flat rows of dim floats (shape [1,1,dim])
+ * and classes classes, its values for the caller to fill: d->xf
+ * (rows, dim) and d->y (rows). Free it with dataset_free. */
+static inline void fixture_dataset(struct dataset *d, long rows, int dim, int classes)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->path, sizeof(d->path), "in-memory");
+	d->n_total = d->n = rows;
+	d->dim = dim;
+	d->shape[0] = d->shape[1] = 1;
+	d->shape[2] = dim;
+	d->classes = classes;
+	d->xf = malloc(sizeof(float) * (size_t)(rows * dim));
+	d->y = malloc(sizeof(int32_t) * (size_t)rows);
 }

@@ -7,6 +7,7 @@
  * seed. Prefetch and retry hand back the right batch. */
 #include "backend.h"
 #include "dataset.h"
+#include "fixtures.h"
 #include "loader.h"
 #include "unit.h"
 
@@ -18,15 +19,7 @@ enum { DIM = 2, CLASSES = 5, MAX_RANKS = 8, EPOCHS = 3 };
  * names the row it came from. */
 static void data_make(struct dataset *d, long n)
 {
-	memset(d, 0, sizeof(*d));
-	snprintf(d->path, sizeof(d->path), "in-memory");
-	d->n_total = d->n = n;
-	d->dim = DIM;
-	d->shape[0] = d->shape[1] = 1;
-	d->shape[2] = DIM;
-	d->classes = CLASSES;
-	d->xf = malloc(sizeof(float) * (size_t)(n * DIM)); /* (n, DIM) */
-	d->y = malloc(sizeof(int32_t) * (size_t)n);        /* (n) */
+	fixture_dataset(d, n, DIM, CLASSES);
 	for (long i = 0; i < n; i++) {
 		d->xf[i * DIM] = (float)i;
 		d->xf[i * DIM + 1] = (float)(1000 + i);
