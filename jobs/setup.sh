@@ -19,10 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-dev
-	libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+	libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist)
 [ "${1:-}" = --torch ] && packages+=(python3 python3-torch)
 [ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge python3 python3-venv
-	python3-numpy python3-h5py python3-torch gnuplot-nox iproute2 util-linux procps)
+	python3-numpy python3-h5py python3-pil python3-torch gnuplot-nox iproute2 util-linux procps)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
