@@ -4,7 +4,8 @@
 #   jobs/setup.sh            release build
 #   jobs/setup.sh --tests    also what the tests use: HDF5's tools (h5diff),
 #                            Slurm and munge (the Slurm test starts its own),
-#                            python3 (to parse the metrics file as JSON),
+#                            python3 (to parse the metrics file as JSON;
+#                            its PIL writes the image-folder test's files),
 #                            gnuplot (jobs/plot.sh), and a Python venv in
 #                            the build folder (py/) that sees Debian's torch
 #                            and h5py and has safetensors and tensorboard
