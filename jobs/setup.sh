@@ -4,7 +4,8 @@
 #   jobs/setup.sh            release build
 #   jobs/setup.sh --tests    also what the tests use: HDF5's tools (h5diff),
 #                            Slurm and munge (the Slurm test starts its own),
-#                            python3 (to parse the metrics file as JSON),
+#                            python3 (to parse the metrics file as JSON;
+#                            its PIL writes the image-folder test's files),
 #                            gnuplot (jobs/plot.sh), and a Python venv in
 #                            the build folder (py/) that sees Debian's torch
 #                            and h5py and has safetensors and tensorboard
@@ -19,10 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-dev
-	libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+	libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist)
 [ "${1:-}" = --torch ] && packages+=(python3 python3-torch)
 [ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge python3 python3-venv
-	python3-numpy python3-h5py python3-torch gnuplot-nox iproute2 util-linux procps)
+	python3-numpy python3-h5py python3-pil python3-torch gnuplot-nox iproute2 util-linux procps)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,6 +7,7 @@
 #include "dataset.h"
 #include "eval.h"
 #include "export.h"
+#include "image.h"
 #include "log.h"
 #include "resources.h"
 #include "train.h"
@@ -25,6 +26,8 @@ static void usage(FILE *f)
 		"                                          Fashion-MNIST, MLP 784-256-256-10)\n"
 		"  mtrain import --images F --labels F --out FILE.h5\n"
 		"                                          convert IDX (.gz) files to HDF5\n"
+		"  mtrain import --image-dir DIR --out FILE.h5 [--size H,W]\n"
+		"                                          convert class folders of PNG/JPEG\n"
 		"  mtrain inspect FILE.h5 [--json]         list a checkpoint's variables\n"
 		"  mtrain export FILE.h5 --out F.safetensors [--weights raw|ema]\n"
 		"                [--format safetensors]    the model's weights for deployment\n"
@@ -54,15 +57,34 @@ static int sub_args(int argc, char **argv, const char **keys, const char **vals,
 	return 0;
 }
 
+/* --size H,W into size; 0, or -1 with a user_error. */
+static int parse_size(const char *text, int size[2])
+{
+	char end;
+	if (sscanf(text, "%d,%d%c", &size[0], &size[1], &end) != 2 || size[0] < 1 ||
+	    size[1] < 1 || size[0] > 65500 || size[1] > 65500)
+		return user_error("--size: '%s' is not H,W (two sides of 1 to 65500 pixels)", text);
+	return 0;
+}
+
 static int cmd_import(int argc, char **argv, struct comm *c)
 {
-	const char *keys[3] = {"images", "labels", "out"}, *vals[3] = {0};
-	if (!sub_args(argc, argv, keys, vals, 3))
-		for (int k = 0; k < 3 && !user_error_pending(); k++)
+	const char *keys[5] = {"images", "labels", "out", "image-dir", "size"}, *vals[5] = {0};
+	int size[2];
+	if (!sub_args(argc, argv, keys, vals, 5)) {
+		if (vals[3] && (vals[0] || vals[1]))
+			user_error("import: --image-dir is instead of --images and --labels");
+		else if (vals[4] && !vals[3])
+			user_error("import: --size goes with --image-dir");
+		else if (vals[4])
+			parse_size(vals[4], size);
+		for (int k = vals[3] ? 2 : 0; k < 3 && !user_error_pending(); k++)
 			if (!vals[k])
 				user_error("import: --%s is required", keys[k]);
+	}
 	if (!user_error_pending() && c->rank == 0 &&
-	    dataset_import_idx(vals[0], vals[1], vals[2]) == 0)
+	    (vals[3] ? dataset_import_image_dir(vals[3], vals[2], vals[4] ? size : NULL)
+		     : dataset_import_idx(vals[0], vals[1], vals[2])) == 0)
 		log_info("wrote %s", vals[2]);
 	return comm_user_errors(c) ? EXIT_USER : 0;
 }
