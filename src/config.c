@@ -1,6 +1,7 @@
 /* Option table, parsing of flags and key = value files, validation, help and
  * serialisation of struct config. */
 #include "config.h"
+#include "augment.h"
 #include "check.h"
 #include "log.h"
 #include "options.h"
@@ -31,6 +32,7 @@ const struct option_def options[] = {
 	OPT_ENUM("activation", act, act_names, "relu", 0, "hidden activation"),
 	{"input-shape", T_STR, OFF(input_shape), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE, "the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: the data's, a flat row for x [N,D]", "H,W,C"},
 	{"model", T_STR, OFF(model), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: Models)", "LAYER,LAYER,..."},
+	{"augment", T_STR, OFF(augment), NULL, 0, 0, NULL, OPTIM_HP_NONE, 0, "training rows' augmentation, in order: flip (mirror, p 1/2), crop:PAD (zero-pad, random crop back); images only; each row's choices a function of (seed, epoch, row) only; a resumed run may change it (named in a warning)", "LIST"},
 	OPT("sync-bn", T_BOOL, sync_bn, "off", 0, 1, 0, "batchnorm normalises with the whole global batch's statistics (an all-reduce per layer, forward and backward) instead of each rank's own (on|off)"),
 	OPT_ENUM("optimizer", optim, optim_names, "adam", 0, "optimizer"),
 	OPT("lr", T_FLOAT, lr, "0.001", 0, 100, 0, "peak learning rate"),
@@ -429,5 +431,6 @@ int config_validate(const struct config *cfg)
 		return user_error("--resume: must be auto, never or a checkpoint file");
 	if (cfg->lr <= 0.0f)
 		return user_error("--lr: must be above 0");
-	return 0;
+	struct augment a;
+	return augment_parse(&a, cfg->augment);
 }

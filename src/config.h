@@ -19,6 +19,7 @@ struct config {
 	char model[PATH_LEN];     /* --model, e.g. "conv2d:32:3,relu,flatten,dense";
 				   * "" for the MLP of hidden and act */
 	int sync_bn;              /* 1: batchnorm's statistics over the global batch */
+	char augment[PATH_LEN];   /* --augment, e.g. "crop:4,flip"; "" for none */
 	char input_shape[PATH_LEN]; /* "H,W,C" of a flat row, e.g. "28,28,1"; "" for [D] */
 	int optim;                /* enum optim_kind, e.g. OPTIM_ADAM */
 	float lr;                 /* peak learning rate, e.g. 1e-3 */
@@ -87,7 +88,8 @@ enum {
 /* Compares two config_write texts key by key, skipping the options with a
  * flag of skip (OPT_*; 0 skips none). Returns 0 when equal; else 1 with the
  * first differing pair, "key = a" and "key = b" ("(nothing)" for a key one
- * text lacks), in line_a / line_b. */
+ * text lacks, unless the other gives it its default: a text from before the
+ * option existed), in line_a / line_b. */
 int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char *line_b,
 		size_t len);
 /* Prints the option reference for --help. */

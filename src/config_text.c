@@ -125,9 +125,29 @@ static int same_line(const char *ta, const char *a, const char *tb, const char *
 	       (float)resolved_value(ta, a, key) == (float)resolved_value(tb, b, key);
 }
 
+/* Whether line ("key = value") gives option key its default value. */
+static int is_default_line(const char *line, const char *key)
+{
+	const struct option_def *o = config_find_option(key);
+	if (!o)
+		return 0;
+	struct config def;
+	config_defaults(&def);
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+	ALLOC_CHECK(f);
+	fprintf(f, "%s = ", key);
+	write_value(&def, o, f);
+	fclose(f);
+	int same = !strcmp(line, text);
+	free(text);
+	return same;
+}
+
 /* The first key of text a whose line differs from b's (or that b lacks),
- * skipping keys flagged skip: 1 with both lines ("(nothing)" for the
- * missing one) in line_a and line_b; 0 when there is none. */
+ * skipping keys flagged skip and keys b lacks whose line in a is the
+ * option's default: 1 with both lines ("(nothing)" for the missing one) in line_a and line_b; 0 when there is none. */
 static int first_difference(const char *a, const char *b, unsigned skip, char *line_a,
 			    char *line_b, size_t len)
 {
@@ -138,6 +158,9 @@ static int first_difference(const char *a, const char *b, unsigned skip, char *l
 		if (key_flagged(k, skip))
 			continue;
 		if (!find_key(b, k, line_b, len)) {
+			/* b is from before the option existed: it ran with the default. */
+			if (is_default_line(line_a, k))
+				continue;
 			snprintf(line_b, len, "(nothing)");
 			return 1;
 		}

@@ -1,5 +1,6 @@
 /* The data loader of loader.h. */
 #include "loader.h"
+#include "augment.h"
 #include "check.h"
 #include "rng.h"
 
@@ -37,20 +38,27 @@ void loader_free(struct loader *l)
 	memset(l, 0, sizeof(*l));
 }
 
+void loader_order(uint64_t seed, long epoch, uint32_t *perm, size_t n)
+{
+	struct rng r;
+	rng_init(&r, seed, RNG_STREAM_EPOCH + (uint64_t)epoch);
+	rng_permutation(&r, perm, n);
+}
+
 /* Gathers this rank's rows [r*B/N, (r+1)*B/N) of global batch pos of epoch
- * into s. */
+ * into s, augmented when l->aug says so. */
 static void stage(struct loader *l, long epoch, long pos, struct staged *s)
 {
 	if (l->order_epoch != epoch) {
-		struct rng r;
-		rng_init(&r, l->seed, RNG_STREAM_EPOCH + (uint64_t)epoch);
-		rng_permutation(&r, l->perm, (size_t)l->data->n);
+		loader_order(l->seed, epoch, l->perm, (size_t)l->data->n);
 		l->order_epoch = epoch;
 	}
 	long lo = pos * l->batch + l->batch * l->rank / l->size;
 	long hi = pos * l->batch + l->batch * (l->rank + 1) / l->size;
 	s->rows = (int)(hi - lo);
 	dataset_gather(l->data, l->perm + lo, s->rows, s->x, s->y);
+	if (l->aug)
+		augment_rows(l->aug, s->x, s->rows, l->perm + lo, l->data->first, l->seed, epoch);
 }
 
 struct staged *loader_current(struct loader *l, long epoch, long pos)

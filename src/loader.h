@@ -24,8 +24,13 @@ struct loader {
 	struct staged staged[2];    /* this step's and the next one's */
 	int slot;                   /* staged[slot] is this step's */
 	int have_next;              /* staged[slot] is already filled */
+	struct augment *aug;        /* applied to each staged row, or NULL */
 };
 
+struct augment;
+
+/* perm (n) = epoch's order of the rows under seed: the same on every rank. */
+void loader_order(uint64_t seed, long epoch, uint32_t *perm, size_t n);
 /* Allocates the order and both staging buffers for batches of B over size
  * ranks (at start-up). */
 void loader_init(struct loader *l, const struct backend *be, const struct dataset *data,

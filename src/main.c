@@ -9,6 +9,7 @@
 #include "export.h"
 #include "image.h"
 #include "log.h"
+#include "preview.h"
 #include "resources.h"
 #include "train.h"
 #include "version.h"
@@ -33,6 +34,9 @@ static void usage(FILE *f)
 		"                [--format safetensors]    the model's weights for deployment\n"
 		"  mpirun -np N mtrain eval --ckpt FILE.h5 [--eval-data F] [--weights raw|ema|both]\n"
 		"                                          evaluate a checkpoint\n"
+		"  mtrain preview --data F [--input-shape H,W,C] [--augment LIST] [--rows N]\n"
+		"                 [--seed S] [--epoch E] --out GRID.png\n"
+		"                                          training rows as the step sees them\n"
 		"  mtrain --help | --version\n\n"
 		"training options (also as 'key = value' lines in --config FILE):\n",
 		MTRAIN_VERSION);
@@ -174,7 +178,7 @@ int main(int argc, char **argv)
 	H5dont_atexit();
 	const char *cmd = argc > 1 ? argv[1] : "";
 	if (strcmp(cmd, "import") && strcmp(cmd, "inspect") && strcmp(cmd, "eval") &&
-	    strcmp(cmd, "export"))
+	    strcmp(cmd, "export") && strcmp(cmd, "preview"))
 		train_catch_stop_signals();
 	/* OpenBLAS's kernels may make mtrain start itself again: a stop
 	 * signal then would find no handler and kill the rank. Held across
@@ -197,6 +201,8 @@ int main(int argc, char **argv)
 		status = cmd_eval(argc - 2, argv + 2, &comm);
 	else if (!strcmp(cmd, "export"))
 		status = cmd_export(argc - 2, argv + 2, &comm);
+	else if (!strcmp(cmd, "preview"))
+		status = preview_main(argc - 2, argv + 2, &comm);
 	else if (!strcmp(cmd, "train"))
 		status = cmd_train(argc - 2, argv + 2, &comm);
 	else

@@ -80,6 +80,7 @@ static int build(struct trainer *t, int max_rows)
 	int n_spec = 0;
 	int in[3];
 	if (model_input_shape(cfg, cfg->data, t->train.shape, in) == 0 &&
+	    augment_init(&t->aug, cfg->augment, in) == 0 &&
 	    model_specs(cfg, spec, &n_spec) == 0 &&
 	    model_plan(&t->model, spec, n_spec, in, t->train.classes, cfg->seed) == 0) {
 		/* ZeRO-1 where asked for, or where it pays (comm.h) and
@@ -110,6 +111,7 @@ static int build(struct trainer *t, int max_rows)
 	if (cfg->sync_bn)
 		model_sync_bn(&t->model, sum_over_ranks, c, cfg->batch);
 	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size);
+	t->loader.aug = t->aug.n ? &t->aug : NULL; /* training rows only, never eval's */
 	float *init = xmalloc(sizeof(float) * P);
 	model_glorot(&t->model, cfg->seed, init);
 	be->copy_in(be, t->model.w, init, P * sizeof(float));
@@ -185,6 +187,7 @@ void trainer_teardown(struct trainer *t)
 	dataset_free(&t->train);
 	dataset_free(&t->eval);
 	loader_free(&t->loader);
+	augment_free(&t->aug);
 	free(t->config_text);
 	free(t->replica_host);
 	ckpt_unlock(t->cfg->ckpt_dir, t->lock);

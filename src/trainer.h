@@ -8,6 +8,7 @@
 #include "ema.h"
 #include "eval.h"
 #include "fault.h"
+#include "augment.h"
 #include "loader.h"
 #include "model.h"
 #include "optim.h"
@@ -29,6 +30,7 @@ struct trainer {
 	struct state state;           /* what a checkpoint holds */
 	struct evaluator evaluator;
 	struct loader loader;         /* this rank's rows of each batch */
+	struct augment aug;           /* --augment, which the loader applies */
 	char *config_text;
 	long steps_per_epoch, total_steps;
 	struct position at;           /* global step, epoch, batch in epoch */

@@ -356,6 +356,15 @@ static void check_diff_default(void)
 	EXPECT(config_diff(now, "optimizer = adam\nbeta1 = 0.8\nbeta2 = default\n"
 				"weight-decay = 0\n", 0, a, b, sizeof(a)) == 1);
 	EXPECT_STR(a, "beta1 = default");
+	/* A text from before --augment existed ran without it: only a run
+	 * that augments differs from it, either way round. */
+	const char *aug = "optimizer = adam\naugment = \n";
+	EXPECT(config_diff("optimizer = adam\n", aug, 0, a, b, sizeof(a)) == 0);
+	EXPECT(config_diff(aug, "optimizer = adam\n", 0, a, b, sizeof(a)) == 0);
+	EXPECT(config_diff("optimizer = adam\n", "optimizer = adam\naugment = flip\n", 0, a, b,
+			   sizeof(a)) == 1);
+	EXPECT_STR(a, "(nothing)");
+	EXPECT_STR(b, "augment = flip");
 }
 
 static void check_help(void)

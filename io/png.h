@@ -1,0 +1,8 @@
+/* PNG files written with zlib: 8-bit grayscale or RGB, for pictures of
+ * data (mtrain preview). */
+#pragma once
+#include <stdint.h>
+
+/* Writes pix (h, w, channels) bytes, channels 1 (grayscale) or 3 (RGB), to
+ * path as a PNG. 0, or -1 with a user_error naming path. */
+int png_write(const char *path, const uint8_t *pix, int w, int h, int channels);
