@@ -145,6 +145,7 @@ static int stage_batch(struct trainer *t)
 {
 	struct staged *cur = loader_current(&t->loader, t->at.epoch, t->at.pos);
 	model_set_batch_async(&t->model, cur->x, cur->y, cur->rows);
+	rows_log_stage(&t->rows_log, cur->x, cur->y, cur->rows);
 	/* Dropout's key: this step and where this rank's rows start in the
 	 * global batch, never the rank itself. */
 	model_set_position(&t->model, t->at.global_step,
@@ -237,6 +238,7 @@ static int train_step(struct trainer *t, struct progress *p)
 		phase_end(t, &at, "all-gather wait", &tm->allreduce, s);
 	}
 	advance(t, s);
+	rows_log_commit(&t->rows_log, s, t->at.epoch, t->at.pos);
 	phase_end(t, &at, NULL, &tm->optimizer, s); /* the moving statistics */
 	ema_update(&t->ema, m->w, s);
 	phase_end(t, &at, "ema update", &tm->ema, s);

@@ -125,6 +125,7 @@ static int build(struct trainer *t, int max_rows)
 	if (cfg->check_replicas)
 		t->replica_host = xmalloc(sizeof(float) * P);
 	fault_read(&t->fault);
+	rows_log_open(&t->rows_log, &t->train, c->rank, max_rows);
 	return 0;
 }
 
@@ -188,6 +189,7 @@ void trainer_teardown(struct trainer *t)
 	dataset_free(&t->eval);
 	loader_free(&t->loader);
 	augment_free(&t->aug);
+	rows_log_close(&t->rows_log);
 	free(t->config_text);
 	free(t->replica_host);
 	ckpt_unlock(t->cfg->ckpt_dir, t->lock);

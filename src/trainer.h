@@ -13,6 +13,7 @@
 #include "model.h"
 #include "optim.h"
 #include "report.h"
+#include "rows_log.h"
 #include "state.h"
 
 struct trainer {
@@ -45,6 +46,7 @@ struct trainer {
 				       * (local batchnorm statistics, a step
 				       * since the last mean_moving_stats) */
 	struct test_fault fault;      /* a test's (MTRAIN_TEST_FAULT), or none */
+	struct rows_log rows_log;     /* a test's (MTRAIN_TEST_ROWS), or off */
 	long skipped;                 /* steps skipped in all */
 	int stop;                     /* the ranks agreed, in the last step,
 				       * that one of them got USR1/TERM */
