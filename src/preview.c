@@ -8,7 +8,7 @@
 #include "loader.h"
 #include "log.h"
 #include "model.h"
-#include "png.h"
+#include "png_write.h"
 
 #include <limits.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* The PNG writer of png.h: the signature, then IHDR, one IDAT of the
  * deflated scanlines (each led by filter byte 0) and IEND, each chunk as
  * length, type, data and the CRC-32 of type and data. */
-#include "png.h"
+#include "png_write.h"
 #include "check.h"
 #include "log.h"
 
