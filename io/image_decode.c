@@ -8,7 +8,7 @@
 
 #include <errno.h>
 #include <jpeglib.h>
-#include <png.h>
+#include <libpng16/png.h> /* not <png.h>: io/png.h (the PNG writer) shadows it */
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
