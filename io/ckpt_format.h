@@ -12,8 +12,10 @@
 
 #define CKPT_FORMAT "mtrain-checkpoint"
 /* 2: HDF5 1.10's checksummed metadata, a digest of every variable's values
- * and of the root attributes. Version 1 files still read. */
-#define CKPT_FORMAT_VERSION 2
+ * and of the root attributes. 3: the root attribute order (the run's order
+ * of the rows, order.h). Versions 1 and 2 still read; they were made with
+ * the stored order, which a run resuming them keeps. */
+#define CKPT_FORMAT_VERSION 3
 /* Each dataset's FNV-1a 64 of its values as written (int64). */
 #define CKPT_DIGEST_ATTR "fnv1a64"
 #define CKPT_NAME_LEN 128
@@ -51,6 +53,9 @@ struct ckpt_meta {
 			      * malloc'd by the readers (ckpt_meta_free) */
 	char created[64];    /* UTC, ISO 8601 */
 	char version[32];    /* mtrain version */
+	char order[32];      /* the run's order of the rows (order.h), e.g.
+			      * "feistel-1"; a file before format 3 reads as
+			      * "fisher-yates-1", the order it was made with */
 	uint64_t digest;     /* FNV-1a 64 of the fields above (format 2 on);
 			      * ckpt_write computes it */
 };

@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include "hash.h"
+#include "order.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ static const struct field fields[] = {
 	FIELD("input_dim", F_INT, input_dim, 1, 1),
 	FIELD("classes", F_INT, classes, 1, 1),
 	FIELD("train_rows", F_LONG, train_rows, 1, 1),
+	FIELD("order", F_CHARS, order, 1, 3), /* older files: the stored order */
 	FIELD("config", F_TEXT, config, 0, 1),
 	FIELD("created", F_CHARS, created, 0, 1),
 	FIELD("mtrain_version", F_CHARS, version, 0, 1),
@@ -184,6 +186,8 @@ int ckpt_meta_read(hid_t file, const char *path, struct ckpt_meta *m)
 	if (version >= 2 && meta_digest(m, (int)version) != m->digest)
 		return user_error("%s: root attributes do not match their digest (%s): edited or "
 				  "corrupt", path, DIGEST_KEY);
+	if (version < 3) /* made before the order was recorded: with the stored one */
+		snprintf(m->order, sizeof(m->order), "%s", ORDER_LEGACY_NAME);
 	return 0;
 }
 

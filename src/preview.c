@@ -68,21 +68,21 @@ static int preview_write(struct config *cfg, const char *list, long rows, long e
 	rows = rows < d.n ? rows : d.n;
 	int cols = (int)ceil(sqrt((double)rows)), lines = (int)((rows + cols - 1) / cols);
 	int gw = cols * (in[1] + GAP) - GAP, gh = lines * (in[0] + GAP) - GAP;
-	uint32_t *perm = xmalloc(sizeof(uint32_t) * (size_t)d.n);
+	uint32_t *ids = xmalloc(sizeof(uint32_t) * (size_t)rows);
 	float *x = xmalloc(sizeof(float) * (size_t)rows * d.dim);
 	int32_t *y = xmalloc(sizeof(int32_t) * (size_t)rows);
 	uint8_t *pix = calloc((size_t)gw * gh * in[2], 1);
 	ALLOC_CHECK(pix);
-	loader_order(cfg->seed, epoch, perm, (size_t)d.n);
-	dataset_gather(&d, perm, (int)rows, x, y);
+	loader_rows(ORDER_FEISTEL, cfg->seed, epoch, 0, (int)rows, d.n, ids); /* a fresh run's */
+	dataset_gather(&d, ids, (int)rows, x, y);
 	if (a.n)
-		augment_rows(&a, x, (int)rows, perm, d.first, cfg->seed, epoch);
+		augment_rows(&a, x, (int)rows, ids, d.first, cfg->seed, epoch);
 	grid(pix, x, (int)rows, cols, in, gw);
 	rc = png_write(out, pix, gw, gh, in[2]);
 	if (rc == 0)
 		log_info("wrote %s: %ld rows of epoch %ld (seed %llu, augment '%s'), %dx%d pixels", out,
 			 rows, epoch, (unsigned long long)cfg->seed, list, gw, gh);
-	free(perm);
+	free(ids);
 	free(x);
 	free(y);
 	free(pix);

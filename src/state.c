@@ -225,6 +225,7 @@ static void find_checkpoint(struct state *s, const struct resume_run *run, struc
 static void check_fit(const char *used, const struct ckpt_meta *m, const struct resume_run *run)
 {
 	const struct config *cfg = run->cfg;
+	enum order_kind order;
 	if (m->batch != cfg->batch)
 		user_error("%s: written with --batch %d, this run has --batch %d (the data "
 			   "position counts in global batches)", used, m->batch, cfg->batch);
@@ -235,6 +236,9 @@ static void check_fit(const char *used, const struct ckpt_meta *m, const struct 
 		user_error("%s: written for a training set of %ld rows, --data %s has %ld (the "
 			   "data position counts in its rows)", used, m->train_rows, cfg->data,
 			   run->train_rows);
+	else if (order_parse(m->order, &order))
+		user_error("%s: made with order '%s' of the rows, which this mtrain does not know",
+			   used, m->order);
 	else if (m->global_step < 0 || m->epoch < 0 || m->step_in_epoch < 0 ||
 		 m->global_step / run->steps_per_epoch != m->epoch ||
 		 m->global_step % run->steps_per_epoch != m->step_in_epoch)
@@ -256,10 +260,13 @@ int state_resume(struct state *s, const struct resume_run *run, struct position 
 	memset(&m, 0, sizeof(m));
 	memset(at, 0, sizeof(*at));
 	char used[FILE_PATH_LEN] = "";
+	enum order_kind order = ORDER_FEISTEL; /* a fresh run's */
 	if (c->rank == 0) {
 		find_checkpoint(s, run, &m, used, sizeof(used));
 		if (used[0])
 			check_fit(used, &m, run);
+		if (used[0] && !user_error_pending())
+			order_parse(m.order, &order); /* check_fit: it knows the name */
 		/* auto took the newest it could read; newer ones were warned of */
 		if (!user_error_pending() && strcmp(run->cfg->resume, "auto"))
 			warn_newer_checkpoints(run->cfg->ckpt_dir, used[0] ? m.global_step : 0);
@@ -267,14 +274,15 @@ int state_resume(struct state *s, const struct resume_run *run, struct position 
 	ckpt_meta_free(&m);
 	if (comm_user_errors(c))
 		return -1;
-	long pos[4] = {used[0] != 0, m.global_step, m.epoch, m.step_in_epoch};
+	long pos[5] = {used[0] != 0, m.global_step, m.epoch, m.step_in_epoch, order};
 	comm_bcast_host(c, pos, sizeof(pos), 0);
 	comm_bcast_host(c, used, sizeof(used), 0);
+	at->order = (int)pos[4];
 	if (!pos[0])
 		return 0;
 	state_send(s, c);
-	*at = (struct position){pos[1], pos[2], pos[3]};
-	log_info("resumed from %s at step %ld (epoch %ld, batch %ld of it)", used,
-		 at->global_step, at->epoch + 1, at->pos);
+	*at = (struct position){pos[1], pos[2], pos[3], (int)pos[4]};
+	log_info("resumed from %s at step %ld (epoch %ld, batch %ld of it, order %s)", used,
+		 at->global_step, at->epoch + 1, at->pos, order_name((enum order_kind)at->order));
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include "comm.h"
 #include "config.h"
 #include "optim.h"
+#include "order.h"
 #include "params.h"
 
 /* Where training stands: global_step updates done; the next step is in
@@ -17,6 +18,8 @@ struct position {
 	long global_step; /* e.g. 2340 */
 	long epoch;       /* e.g. 5 */
 	long pos;         /* global batches of the epoch done, e.g. 0 */
+	int order;        /* enum order_kind of the run: ORDER_FEISTEL when
+			   * fresh, else what its checkpoint says */
 };
 
 #define STATE_KINDS 4 /* variables, shadows, two optimizer slots */
@@ -64,8 +67,9 @@ struct resume_run {
 	long steps_per_epoch;    /* e.g. 468 */
 };
 /* --resume: rank 0 picks the checkpoint (auto: the newest that opens and
- * passes its checksums), checks it fits run (batch, seed, rows and
- * position must; other hyper-parameters that differ are named in a
+ * passes its checksums), checks it fits run (batch, seed, rows, position
+ * and an order this mtrain knows must; a file before format 3 has the
+ * stored order, ORDER_LEGACY; other hyper-parameters that differ are named in a
  * warning) and every rank receives its state; *at is its position, or
  * zero for a fresh start. Collective: 0, or -1 after a user error. */
 int state_resume(struct state *s, const struct resume_run *run, struct position *at,

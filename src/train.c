@@ -109,6 +109,7 @@ static int save_checkpoint(struct trainer *t)
 		.train_rows = t->train.n,
 		.config = t->config_text,
 	};
+	snprintf(m.order, sizeof(m.order), "%s", order_name(t->loader.order));
 	t->last_ckpt_step = t->at.global_step;
 	int rc = state_save(&t->state, &m, cfg->ckpt_dir, cfg->keep, t->comm);
 	tensorboard_flush();

@@ -154,6 +154,7 @@ int trainer_setup(struct trainer *t)
 	struct resume_run run = {cfg, t->config_text, t->train.n, t->steps_per_epoch};
 	if (state_resume(&t->state, &run, &t->at, c))
 		return -1;
+	loader_set_order(&t->loader, (enum order_kind)t->at.order); /* the run's, carried on */
 	t->last_ckpt_step = t->at.global_step;
 	/* Nothing is written before this point. */
 	if (c->rank == 0) {

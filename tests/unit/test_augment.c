@@ -170,7 +170,7 @@ static void test_ranks(void)
 	int differ = 0, wrong = 0, changed = 0;
 	uint32_t perm[N];
 	for (long e = 0; e < 3; e++) {
-		loader_order(9, e, perm, N);
+		loader_rows(one.order, 9, e, 0, N, N, perm); /* the order the loader stages */
 		for (long pos = 0; pos < N / B; pos++) {
 			struct staged *s1 = loader_current(&one, e, pos);
 			int at = 0;

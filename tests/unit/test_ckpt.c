@@ -64,6 +64,7 @@ static void fixture_init(struct fixture *f)
 	f->meta.config = config_to_text(&cfg);
 	snprintf(f->meta.created, sizeof(f->meta.created), "2025-01-02T03:04:05Z");
 	snprintf(f->meta.version, sizeof(f->meta.version), "0.1.0-test");
+	snprintf(f->meta.order, sizeof(f->meta.order), "feistel-1");
 }
 
 static void fixture_free(struct fixture *f)
@@ -164,20 +165,21 @@ static void check_round_trip(const char *dir, struct fixture *f, char *path, siz
 }
 
 /* The root attributes as mtrain writes them: 11 int64 scalars (format 2
- * added the digest of the others) and 4 fixed-length strings, nothing
- * else. */
+ * added the digest of the others) and 5 fixed-length strings (format 3
+ * added order), nothing else. */
 static void check_attr_format(const char *path, const struct fixture *f)
 {
 	static const char *const nums[] = {"format_version", "global_step", "epoch",
 		"step_in_epoch", "batch", "seed", "world_size", "input_dim", "classes", "train_rows",
 		"meta_fnv1a64"};
 	const char *strs[][2] = {{"format", CKPT_FORMAT}, {"config", f->meta.config},
-		{"created", f->meta.created}, {"mtrain_version", f->meta.version}};
+		{"created", f->meta.created}, {"mtrain_version", f->meta.version},
+		{"order", f->meta.order}};
 	hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	EXPECT(file >= 0);
 	H5O_info_t info;
-	EXPECT(H5Oget_info_by_name(file, ".", &info, H5P_DEFAULT) >= 0 && info.num_attrs == 15);
-	for (int i = 0; i < 15; i++) {
+	EXPECT(H5Oget_info_by_name(file, ".", &info, H5P_DEFAULT) >= 0 && info.num_attrs == 16);
+	for (int i = 0; i < 16; i++) {
 		int num = i < 11;
 		const char *key = num ? nums[i] : strs[i - 11][0];
 		hid_t a = H5Aopen(file, key, H5P_DEFAULT), t = H5Aget_type(a), sp = H5Aget_space(a);
@@ -252,6 +254,7 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 	EXPECT(copy_edited(q, dir, "v1.h5", "format_version", &one, p, sizeof(p)) == 0);
 	user_error_clear();
 	EXPECT(ckpt_read_meta(p, &m) == 0 && m.format_version == 1);
+	EXPECT_STR(m.order, "fisher-yates-1"); /* before format 3: the stored order */
 	ckpt_meta_free(&m);
 	EXPECT(copy_edited(p, dir, "opt1.h5", "config", NULL, q, sizeof(q)) == 0);
 	memcpy(p, q, sizeof(p));
@@ -284,13 +287,14 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 	ckpt_meta_free(&m);
 }
 
-/* Every number is required: a file without one is refused, naming it. */
+/* Every number is required, and order (format 3): a file without one is
+ * refused, naming it. */
 static void check_required(const char *dir, const char *path)
 {
 	static const char *const keys[] = {"global_step", "epoch", "step_in_epoch", "batch",
 		"seed", "world_size", "input_dim", "classes", "train_rows", "format_version",
-		"meta_fnv1a64"};
-	for (int i = 0; i < 11; i++) {
+		"meta_fnv1a64", "order"};
+	for (int i = 0; i < 12; i++) {
 		char p[1200], want[128];
 		EXPECT(copy_edited(path, dir, "req.h5", keys[i], NULL, p, sizeof(p)) == 0);
 		struct ckpt_meta m;
@@ -301,6 +305,26 @@ static void check_required(const char *dir, const char *path)
 		EXPECT(m.config == NULL);
 	}
 	user_error_clear();
+}
+
+/* A file mtrain wrote before format 3 (tests/unit/data/ckpt-format2.h5,
+ * format 2, no order attribute) reads, its digest intact, as made with the
+ * stored order; inspect says so. */
+static void check_format2(void)
+{
+	const char *path = MTRAIN_SOURCE_DIR "/tests/unit/data/ckpt-format2.h5";
+	struct ckpt_meta m;
+	user_error_clear();
+	EXPECT(ckpt_read_meta(path, &m) == 0 && m.format_version == 2 && m.global_step == 2);
+	EXPECT_STR(m.order, "fisher-yates-1");
+	ckpt_meta_free(&m);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	EXPECT(ckpt_inspect(path, 0, out) == 0);
+	fclose(out);
+	EXPECT(contains(text, "\ntrain_rows      84\norder           fisher-yates-1\nconfig  "));
+	free(text);
 }
 
 /* Format versions 1 to CKPT_FORMAT_VERSION read; 0 and newer ones do not. */
@@ -679,6 +703,7 @@ int main(void)
 	check_optional(dir, path, &f);
 	check_required(dir, path);
 	check_versions(dir, path);
+	check_format2();
 	check_strict(path, &f);
 	check_corruption(dir, path, &f);
 	check_inspect(path, &f);

@@ -4,7 +4,10 @@
  * the ranks' shards are the global batch, in rank order. Each epoch's order
  * is a bijection of the rows, the same on every rank and for a loader that
  * starts at a later epoch (a resume), and another for another epoch or
- * seed. Prefetch and retry hand back the right batch. */
+ * seed. Prefetch and retry hand back the right batch. All of it for both
+ * orders: the computed one (ORDER_FEISTEL, a fresh run's, no stored
+ * permutation) and the stored one of runs resumed from checkpoints made
+ * before it (ORDER_LEGACY, loader_order's). */
 #include "backend.h"
 #include "dataset.h"
 #include "fixtures.h"
@@ -55,44 +58,49 @@ static int is_bijection(const uint32_t *perm, long n)
 
 /* size ranks' loaders over n rows, global batch B: every batch of EPOCHS
  * epochs is the ranks' shards in rank order, each shard B*r/N..B*(r+1)/N of
- * it, and each epoch's order is a bijection shared by every rank. */
-static void check_shards(long n, long batch, int size)
+ * it, and each epoch's order (k) is a bijection shared by every rank. */
+static void check_shards(long n, long batch, int size, enum order_kind k)
 {
 	const struct backend *be = backend_cpu();
 	struct dataset d;
 	data_make(&d, n);
 	struct loader l[MAX_RANKS];
-	for (int r = 0; r < size; r++)
+	for (int r = 0; r < size; r++) {
 		loader_init(&l[r], be, &d, 77, batch, r, size);
+		loader_set_order(&l[r], k);
+		EXPECT((l[r].perm != NULL) == (k == ORDER_LEGACY)); /* no N-row array otherwise */
+	}
+	uint32_t *ord = calloc((size_t)n, sizeof(uint32_t));
 	long steps = n / batch; /* the trainer drops the last partial batch */
 	int bad_batches = 0, empty_shards = 0;
 	uint32_t *prev = calloc((size_t)n, sizeof(uint32_t));
 	char *seen = calloc((size_t)n, 1);
 	for (long e = 0; e < EPOCHS; e++) {
 		memset(seen, 0, (size_t)n);
+		loader_rows(k, 77, e, 0, (int)n, n, ord);
 		for (long pos = 0; pos < steps; pos++) {
-			long k = 0; /* rows of the global batch so far */
+			long j = 0; /* rows of the global batch so far */
 			for (int r = 0; r < size; r++) {
 				struct staged *s = loader_current(&l[r], e, pos);
 				long want = batch * (r + 1) / size - batch * r / size;
 				EXPECT(s->rows == want);
 				empty_shards += s->rows == 0;
-				for (int i = 0; i < s->rows; i++, k++) {
+				for (int i = 0; i < s->rows; i++, j++) {
 					long id = row_of(s, i, n);
-					/* rank 0's order: every rank's must be it */
-					if (id < 0 || id != (long)l[0].perm[pos * batch + k] ||
+					/* the epoch's order: every rank's must be it */
+					if (id < 0 || id != (long)ord[pos * batch + j] ||
 					    seen[id]++)
 						bad_batches++;
 				}
 			}
-			EXPECT(k == batch);
+			EXPECT(j == batch);
 		}
-		EXPECT(is_bijection(l[0].perm, n));
-		for (int r = 1; r < size; r++)
-			EXPECT(!memcmp(l[r].perm, l[0].perm, sizeof(uint32_t) * (size_t)n));
+		EXPECT(is_bijection(ord, n));
+		for (int r = 0; k == ORDER_LEGACY && r < size; r++)
+			EXPECT(!memcmp(l[r].perm, ord, sizeof(uint32_t) * (size_t)n));
 		if (e > 0) /* another epoch, another order */
-			EXPECT(memcmp(prev, l[0].perm, sizeof(uint32_t) * (size_t)n));
-		memcpy(prev, l[0].perm, sizeof(uint32_t) * (size_t)n);
+			EXPECT(memcmp(prev, ord, sizeof(uint32_t) * (size_t)n));
+		memcpy(prev, ord, sizeof(uint32_t) * (size_t)n);
 	}
 	if (bad_batches)
 		fprintf(stderr, "n %ld, batch %ld, %d ranks: %d rows not where the epoch's order "
@@ -103,41 +111,55 @@ static void check_shards(long n, long batch, int size)
 	for (int r = 0; r < size; r++)
 		loader_free(&l[r]);
 	free(prev);
+	free(ord);
 	free(seen);
 	dataset_free(&d);
 }
 
 /* The order depends on (seed, epoch) only: a loader that starts at epoch 2
- * (a resume) stages what one that went through epochs 0 and 1 does; one
- * rank of one has the order one rank of three has (not the world size);
- * another seed gives another order. */
-static void check_order_keys(void)
+ * (a resume) stages what one that went through epochs 0 and 1 does; rank 1
+ * of three stages the rows one rank alone stages at the same places of the
+ * batch (not the world size); another seed gives another order. */
+static void check_order_keys(enum order_kind k)
 {
 	const struct backend *be = backend_cpu();
 	enum { N = 40, B = 8 };
 	struct dataset d;
 	data_make(&d, N);
-	struct loader a, b, alone, other;
+	struct loader a, b, alone;
 	loader_init(&a, be, &d, 5, B, 1, 3);
 	loader_init(&b, be, &d, 5, B, 1, 3);
 	loader_init(&alone, be, &d, 5, B, 0, 1);
-	loader_init(&other, be, &d, 6, B, 1, 3);
+	loader_set_order(&a, k);
+	loader_set_order(&b, k);
+	loader_set_order(&alone, k);
 	for (long e = 0; e < 2; e++)
 		loader_current(&a, e, 0);
 	struct staged *sa = loader_current(&a, 2, 3), *sb = loader_current(&b, 2, 3);
 	EXPECT(sa->rows == sb->rows && sa->rows == 3);
 	EXPECT(!memcmp(sa->x, sb->x, sizeof(float) * DIM * (size_t)sa->rows));
 	EXPECT(!memcmp(sa->y, sb->y, sizeof(int32_t) * (size_t)sa->rows));
-	loader_current(&alone, 2, 3);
-	EXPECT(!memcmp(a.perm, alone.perm, sizeof(uint32_t) * N));
-	loader_current(&other, 2, 3);
-	EXPECT(memcmp(a.perm, other.perm, sizeof(uint32_t) * N));
-	EXPECT(is_bijection(other.perm, N));
+	struct staged *s1 = loader_current(&alone, 2, 3); /* rank 1 of 3 has rows 2..4 of it */
+	EXPECT(s1->rows == B && !memcmp(sa->x, s1->x + 2 * DIM, sizeof(float) * DIM * 3));
+	uint32_t mine[N], other[N];
+	loader_rows(k, 5, 2, 0, N, N, mine);
+	loader_rows(k, 6, 2, 0, N, N, other);
+	EXPECT(memcmp(mine, other, sizeof(mine)));
+	EXPECT(is_bijection(other, N));
 	loader_free(&a);
 	loader_free(&b);
 	loader_free(&alone);
-	loader_free(&other);
 	dataset_free(&d);
+}
+
+/* The computed order is not the stored one (a checkpoint must say which). */
+static void check_orders_differ(void)
+{
+	enum { N = 50 };
+	uint32_t f[N], l[N];
+	loader_rows(ORDER_FEISTEL, 42, 0, 0, N, N, f);
+	loader_rows(ORDER_LEGACY, 42, 0, 0, N, N, l);
+	EXPECT(memcmp(f, l, sizeof(f)));
 }
 
 /* The first row id of global batch pos of epoch 0 as staged by a fresh
@@ -188,14 +210,17 @@ static void check_prefetch_retry(void)
 
 int main(void)
 {
-	check_shards(24, 12, 1); /* one rank: the whole batch */
-	check_shards(24, 12, 4); /* divides */
-	check_shards(23, 7, 3);  /* 7 = 2 + 2 + 3 rows, 2 rows left over an epoch */
-	check_shards(41, 10, 4); /* 2 + 3 + 2 + 3 */
-	check_shards(23, 7, 7);  /* one row each */
-	check_shards(10, 2, 3);  /* empty shard: rank 0 gets no row */
-	check_shards(9, 3, 8);   /* five empty shards */
-	check_order_keys();
+	for (int k = ORDER_FEISTEL; k <= ORDER_LEGACY; k++) {
+		check_shards(24, 12, 1, k); /* one rank: the whole batch */
+		check_shards(24, 12, 4, k); /* divides */
+		check_shards(23, 7, 3, k);  /* 7 = 2 + 2 + 3 rows, 2 rows left over an epoch */
+		check_shards(41, 10, 4, k); /* 2 + 3 + 2 + 3 */
+		check_shards(23, 7, 7, k);  /* one row each */
+		check_shards(10, 2, 3, k);  /* empty shard: rank 0 gets no row */
+		check_shards(9, 3, 8, k);   /* five empty shards */
+		check_order_keys(k);
+	}
+	check_orders_differ();
 	check_prefetch_retry();
 	return unit_done("test_loader");
 }

@@ -4,6 +4,10 @@
  * or an inconsistent position is refused with one error line; an option
  * the option table marks "may change" (OPT_MAY_CHANGE) changes without a
  * word; any other stored option is accepted and named in one warning line.
+ * The order of the rows is the run's: a fresh run's is the computed one, a
+ * checkpoint's is what it records, one made before the order was recorded
+ * (format 1 or 2) resumes with the stored permutation, whose batches the
+ * loader then stages, and an order this mtrain does not know is refused.
  * A 1-rank MPI job (singleton): state_resume is collective. */
 #include "backend.h"
 #include "comm.h"
@@ -14,7 +18,11 @@
 #include "unit.h"
 #include "fixtures.h"
 
+#include "loader.h"
+
 #include <fcntl.h>
+#include <hdf5.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -31,6 +39,7 @@ struct fixture {
 	struct state s;
 	struct config cfg; /* the run that wrote the checkpoints */
 	char *text;        /* config_to_text(&cfg) */
+	const char *order; /* the order save_step records; NULL: "feistel-1" */
 };
 
 /* The value of weight i in the checkpoint of step (shadows: negated). */
@@ -82,6 +91,7 @@ static int save_step(struct fixture *f, long step)
 	m.classes = 2;
 	m.train_rows = ROWS;
 	m.config = f->text;
+	snprintf(m.order, sizeof(m.order), "%s", f->order ? f->order : "feistel-1");
 	return state_save(&f->s, &m, dir, 100, &comm);
 }
 
@@ -285,6 +295,94 @@ static void check_options(struct fixture *f)
 	printf("%d options may change on resume, %d are named when they do\n", may, warned);
 }
 
+/* A copy of src at dst as an older mtrain wrote it: format 1 (no digest of
+ * the root attributes), no order attribute. 0, or -1. */
+static int make_format1(const char *src, const char *dst)
+{
+	size_t n = 0;
+	unsigned char *bytes = fixture_read_file(src, &n);
+	int rc = bytes && !fixture_write_file(dst, bytes, n) ? 0 : -1;
+	free(bytes);
+	hid_t file = rc ? -1 : H5Fopen(dst, H5F_ACC_RDWR, H5P_DEFAULT);
+	const int64_t one = 1;
+	hid_t a = -1;
+	rc = file < 0 || H5Adelete(file, "order") < 0 || H5Adelete(file, "meta_fnv1a64") < 0 ||
+	     (a = H5Aopen(file, "format_version", H5P_DEFAULT)) < 0 ||
+	     H5Awrite(a, H5T_NATIVE_INT64, &one) < 0 ? -1 : 0;
+	if (a >= 0)
+		H5Aclose(a);
+	if (file >= 0 && H5Fclose(file) < 0)
+		rc = -1;
+	return rc;
+}
+
+/* The batch a loader of order k stages at the position at (rank 0 of 1)
+ * is the rows loader_rows(k) puts there; for ORDER_LEGACY, loader_order's
+ * permutation (the batch the run that wrote the checkpoint would take). */
+static int stages_order(const struct position *at, enum order_kind k)
+{
+	enum { DIM = 3 };
+	struct dataset d;
+	fixture_dataset(&d, ROWS, DIM, 2);
+	for (long i = 0; i < ROWS; i++)
+		d.xf[i * DIM] = (float)i;
+	struct loader l;
+	loader_init(&l, backend_cpu(), &d, 7, BATCH, 0, 1);
+	loader_set_order(&l, (enum order_kind)at->order);
+	struct staged *s = loader_current(&l, at->epoch, at->pos);
+	uint32_t perm[ROWS];
+	if (k == ORDER_LEGACY)
+		loader_order(7, at->epoch, perm, ROWS);
+	else
+		loader_rows(k, 7, at->epoch, 0, ROWS, ROWS, perm);
+	int same = s->rows == BATCH;
+	for (int i = 0; same && i < s->rows; i++)
+		same = s->x[i * DIM] == (float)perm[at->pos * BATCH + i];
+	loader_free(&l);
+	dataset_free(&d);
+	return same;
+}
+
+/* The run's order: fresh, what a checkpoint records, the stored one for a
+ * checkpoint from before format 3, refused when unknown. */
+static void check_order(struct fixture *f)
+{
+	struct outcome o;
+	struct config cfg = f->cfg;
+	snprintf(cfg.resume, sizeof(cfg.resume), "never");
+	resume(f, &cfg, NULL, ROWS, SPE, &o);
+	EXPECT(o.rc == 0 && o.at.order == ORDER_FEISTEL);
+	snprintf(cfg.resume, sizeof(cfg.resume), "%s/ckpt-00000007.h5", dir);
+	resume(f, &cfg, NULL, ROWS, SPE, &o);
+	EXPECT_RESUMED(o, 7, 0);
+	EXPECT(o.at.order == ORDER_FEISTEL && stages_order(&o.at, ORDER_FEISTEL));
+	char old[700];
+	snprintf(old, sizeof(old), "%s/old", dir);
+	EXPECT(mkdir(old, 0700) == 0);
+	snprintf(old, sizeof(old), "%s/old/ckpt-00000007.h5", dir);
+	EXPECT(make_format1(cfg.resume, old) == 0);
+	snprintf(cfg.resume, sizeof(cfg.resume), "%s", old);
+	resume(f, &cfg, NULL, ROWS, SPE, &o);
+	EXPECT_RESUMED(o, 7, 0);
+	EXPECT(o.at.order == ORDER_LEGACY);
+	EXPECT(stages_order(&o.at, ORDER_LEGACY) && !stages_order(&o.at, ORDER_FEISTEL));
+	unlink(old);
+	/* a run carries its order on: the legacy one is recorded by name */
+	f->order = order_name(ORDER_LEGACY);
+	EXPECT(save_step(f, 8) == 0);
+	snprintf(cfg.resume, sizeof(cfg.resume), "%s/ckpt-00000008.h5", dir);
+	resume(f, &cfg, NULL, ROWS, SPE, &o);
+	EXPECT_RESUMED(o, 8, 0);
+	EXPECT(o.at.order == ORDER_LEGACY);
+	f->order = "shuffle-9";
+	EXPECT(save_step(f, 8) == 0);
+	resume(f, &cfg, NULL, ROWS, SPE, &o);
+	EXPECT_REFUSED(o, "made with order 'shuffle-9' of the rows, which this mtrain does "
+			  "not know");
+	f->order = NULL;
+	unlink(cfg.resume);
+}
+
 int main(int argc, char **argv)
 {
 	comm_init(&comm, &argc, &argv);
@@ -297,6 +395,7 @@ int main(int argc, char **argv)
 	check_pick(&f);
 	check_must_fit(&f);
 	check_options(&f);
+	check_order(&f);
 	fixture_free(&f);
 	fixture_rmtree(dir);
 	int rc = unit_done("test_resume");
