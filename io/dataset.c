@@ -1,6 +1,7 @@
 /* HDF5 data files of dataset.h: loading (in a child process, sandbox.h),
  * gathering rows, writing. */
 #include "dataset.h"
+#include "dataset_io.h"
 #include "sandbox.h"
 #include "check.h"
 #include "h5attr.h"
@@ -10,6 +11,7 @@
 
 #include <errno.h>
 #include <hdf5.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,19 @@ static int ds_stored(const struct dataset *d, const struct h5ds *h, const char *
 	return 0;
 }
 
+/* The byte offset of h's values when stored whole, unfiltered and of type
+ * native (what pread can read as they are), else -1. */
+static long long ds_direct(const struct h5ds *h, hid_t native)
+{
+	hid_t dcpl = H5Dget_create_plist(h->ds);
+	int plain = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0;
+	H5Pclose(dcpl);
+	haddr_t at = H5Dget_offset(h->ds);
+	if (!plain || at == HADDR_UNDEF || H5Tequal(h->type, native) <= 0 || at > (haddr_t)LLONG_MAX)
+		return -1;
+	return (long long)at;
+}
+
 static void ds_close(struct h5ds *h)
 {
 	H5Tclose(h->type);
@@ -110,6 +125,41 @@ static int ds_open(const struct dataset *d, hid_t file, const char *name, unsign
 	return -1;
 }
 
+/* d->y (count) = y[first, first + count), checked non-negative; *ymax
+ * the largest (-1 for none). 0 or -1 (user error). */
+static int read_y(struct dataset *d, const struct h5ds *h, long first, long count, long *ymax)
+{
+	hsize_t start = (hsize_t)first, n = (hsize_t)count;
+	H5_CHECK(H5Sselect_hyperslab(h->space, H5S_SELECT_SET, &start, NULL, &n, NULL));
+	hid_t mem = H5Screate_simple(1, &n, NULL);
+	d->y = xmalloc(sizeof(int32_t) * (size_t)(count ? count : 1));
+	herr_t r = count ? H5Dread(h->ds, H5T_NATIVE_INT32, mem, h->space, H5P_DEFAULT, d->y) : 0;
+	H5Sclose(mem);
+	if (r < 0)
+		return user_error("%s: cannot read 'y' (corrupt file or values beyond int32)", d->path);
+	for (long i = 0; i < count; i++) {
+		if (d->y[i] < 0)
+			return user_error("%s: y[%ld] = %d is negative; class ids start at 0", d->path,
+					  first + i, d->y[i]);
+		if (d->y[i] > *ymax)
+			*ymax = d->y[i];
+	}
+	return 0;
+}
+
+/* *ymax = the largest of all of y, read a block at a time (bounded memory). */
+static int scan_labels(struct dataset *d, const struct h5ds *h, long *ymax)
+{
+	const long block = 1 << 20;
+	int rc = 0;
+	for (long at = 0; at < d->n_total && !rc; at += block) {
+		rc = read_y(d, h, at, d->n_total - at < block ? d->n_total - at : block, ymax);
+		free(d->y);
+		d->y = NULL;
+	}
+	return rc;
+}
+
 static int read_labels(struct dataset *d, hid_t file, long n_x)
 {
 	const char *p = d->path;
@@ -127,24 +177,16 @@ static int read_labels(struct dataset *d, hid_t file, long n_x)
 	}
 	if (ds_stored(d, &h, "y"))
 		goto out;
-	hsize_t start = (hsize_t)d->first, count = (hsize_t)d->n;
-	H5_CHECK(H5Sselect_hyperslab(h.space, H5S_SELECT_SET, &start, NULL, &count, NULL));
-	hid_t mem = H5Screate_simple(1, &count, NULL);
-	d->y = xmalloc(sizeof(int32_t) * (size_t)(d->n ? d->n : 1));
-	herr_t r = d->n ? H5Dread(h.ds, H5T_NATIVE_INT32, mem, h.space, H5P_DEFAULT, d->y) : 0;
-	H5Sclose(mem);
-	if (r < 0) {
-		user_error("%s: cannot read 'y' (corrupt file or values beyond int32)", p);
-		goto out;
-	}
 	long ymax = -1; /* long: INT32_MAX + 1 must not wrap */
-	for (long i = 0; i < d->n; i++) {
-		if (d->y[i] < 0) {
-			user_error("%s: y[%ld] = %d is negative; class ids start at 0", p, d->first + i, d->y[i]);
+	if (d->streamed) {
+		d->y_at = ds_direct(&h, H5T_NATIVE_INT32);
+		/* Classes are the attribute's; without one, a pass over y, as
+		 * where y is read through HDF5 (scan_x says why). */
+		if ((d->y_at < 0 || H5Aexists(h.ds, "num_classes") <= 0) &&
+		    scan_labels(d, &h, &ymax))
 			goto out;
-		}
-		if (d->y[i] > ymax)
-			ymax = d->y[i];
+	} else if (read_y(d, &h, d->first, d->n, &ymax)) {
+		goto out;
 	}
 	if (ymax + 1 > DATASET_MAX_CLASSES) {
 		user_error("%s: labels go up to %ld; mtrain takes at most %d classes", p, ymax,
@@ -188,15 +230,41 @@ static void row_shape_of(struct dataset *d, const struct h5ds *h)
 	d->dim = d->shape[0] * d->shape[1] * d->shape[2];
 }
 
-/* Cell i (of the rows held) of d's x, as x[row, j] or x[row, h, w, c]. */
-static void cell_text(const struct dataset *d, size_t i, char *buf, size_t len)
+void dataset_cell_text(const struct dataset *d, long row, int j, char *buf, size_t len)
 {
-	long row = d->first + (long)(i / d->dim);
-	int j = (int)(i % d->dim), C = d->shape[2], W = d->shape[1];
+	int C = d->shape[2], W = d->shape[1];
 	if (row_is_flat(d->shape))
 		snprintf(buf, len, "x[%ld, %d]", row, j);
 	else
 		snprintf(buf, len, "x[%ld, %d, %d, %d]", row, j / C / W, j / C % W, j % C);
+}
+
+/* Bytes of x a scan reads at a time. */
+#define SCAN_BYTES ((size_t)64 << 20)
+
+/* Reads all of x through HDF5 (here, in the child), a block at a time:
+ * where x is chunked or compressed, the training process reads it through
+ * HDF5 too, and a forged chunk index must crash this child first, not it. */
+static int scan_x(struct dataset *d, const struct h5ds *h, hid_t type)
+{
+	size_t row = (size_t)d->dim * H5Tget_size(type);
+	long block = (long)(SCAN_BYTES / row) > 0 ? (long)(SCAN_BYTES / row) : 1;
+	void *buf = xmalloc(row * (size_t)block);
+	herr_t r = 0;
+	for (long at = 0; at < d->n_total && r >= 0; at += block) {
+		hsize_t start[4] = {(hsize_t)at}, count[4];
+		memcpy(count, h->dims, sizeof(count));
+		count[0] = (hsize_t)(d->n_total - at < block ? d->n_total - at : block);
+		hid_t mem = H5Screate_simple(h->nd, count, NULL);
+		r = H5Sselect_hyperslab(h->space, H5S_SELECT_SET, start, NULL, count, NULL);
+		if (r >= 0)
+			r = H5Dread(h->ds, type, mem, h->space, H5P_DEFAULT, buf);
+		H5Sclose(mem);
+	}
+	free(buf);
+	if (r < 0)
+		return user_error("%s: cannot read 'x' (corrupt or truncated file)", d->path);
+	return 0;
 }
 
 static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
@@ -232,13 +300,21 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 	}
 	char what[PATH_LEN + 64];
 	snprintf(what, sizeof(what), "%s: dataset 'x'", p);
-	if (resources_check(what, (double)h.dims[0] * ds_row(&h) * (is_u8 ? 1 : 4) /
-					  (double)parts))
+	if (!d->streamed && resources_check(what, (double)h.dims[0] * ds_row(&h) *
+							  (is_u8 ? 1 : 4) / (double)parts))
 		goto out;
 	d->n_total = (long)h.dims[0];
 	row_shape_of(d, &h);
 	d->first = d->n_total * part / parts;
 	d->n = d->n_total * (part + 1) / parts - d->first;
+	d->x_bytes = is_u8 ? 1 : 4;
+	if (d->streamed) { /* the layout only: rows are read when asked */
+		d->x_at = ds_direct(&h, is_u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT);
+		rc = ds_stored(d, &h, "x");
+		if (!rc && d->x_at < 0)
+			rc = scan_x(d, &h, is_u8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT);
+		goto out;
+	}
 	hsize_t start[4] = {(hsize_t)d->first}, count[4];
 	memcpy(count, h.dims, sizeof(count));
 	count[0] = (hsize_t)d->n;
@@ -265,7 +341,8 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 	for (size_t i = 0; d->xf && i < cells; i++)
 		if (!isfinite(d->xf[i])) {
 			char cell[96];
-			cell_text(d, i, cell, sizeof(cell));
+			dataset_cell_text(d, d->first + (long)(i / d->dim), (int)(i % d->dim), cell,
+					  sizeof(cell));
 			user_error("%s: %s is %s; inputs must be finite", p, cell,
 				   isnan(d->xf[i]) ? "NaN" : "infinite");
 			goto out;
@@ -276,9 +353,12 @@ out:
 	return rc;
 }
 
-static int load_here(struct dataset *d, const char *path, int part, int parts)
+/* Loads rows [part*N/parts, (part+1)*N/parts) of path into d; with
+ * streamed, reads the layout only (dataset_open). */
+static int load_here(struct dataset *d, const char *path, int part, int parts, int streamed)
 {
 	memset(d, 0, sizeof(*d));
+	d->streamed = streamed;
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	quiet_hdf5();
 	if (access(path, R_OK))
@@ -302,6 +382,7 @@ struct load_args {
 	char *path; /* first, as sandbox.h asks */
 	struct dataset *d;
 	int part, parts;
+	int streamed; /* the layout only (dataset_open) */
 };
 
 static void load_ask(void *arg, struct sandbox_pipe *p)
@@ -310,6 +391,7 @@ static void load_ask(void *arg, struct sandbox_pipe *p)
 	sandbox_move_str(p, &a->path, PATH_LEN);
 	sandbox_move(p, &a->part, sizeof(a->part));
 	sandbox_move(p, &a->parts, sizeof(a->parts));
+	sandbox_move(p, &a->streamed, sizeof(a->streamed));
 	if (!p->sending) {
 		p->failed |= !a->path || a->parts < 1 || a->part < 0 || a->part >= a->parts;
 		a->d = xcalloc(1, sizeof(*a->d));
@@ -319,14 +401,14 @@ static void load_ask(void *arg, struct sandbox_pipe *p)
 static int load_child(void *arg)
 {
 	struct load_args *a = arg;
-	return load_here(a->d, a->path, a->part, a->parts);
+	return load_here(a->d, a->path, a->part, a->parts, a->streamed);
 }
 
 /* The rows loaded: their place and size, then x and y. */
 static void load_move(void *arg, struct sandbox_pipe *p)
 {
 	struct dataset *d = ((struct load_args *)arg)->d;
-	int bytes = d->x8 ? 1 : 4; /* the child's x8 or xf */
+	int bytes = d->streamed ? d->x_bytes : d->x8 ? 1 : 4; /* the child's x8 or xf */
 	sandbox_move(p, &d->n_total, sizeof(d->n_total));
 	sandbox_move(p, &d->first, sizeof(d->first));
 	sandbox_move(p, &d->n, sizeof(d->n));
@@ -334,14 +416,23 @@ static void load_move(void *arg, struct sandbox_pipe *p)
 	sandbox_move(p, d->shape, sizeof(d->shape));
 	sandbox_move(p, &d->classes, sizeof(d->classes));
 	sandbox_move(p, &bytes, sizeof(bytes));
+	sandbox_move(p, &d->streamed, sizeof(d->streamed));
 	size_t cells = (size_t)d->n * (size_t)d->dim;
+	if (d->streamed) {
+		sandbox_move(p, &d->x_bytes, sizeof(d->x_bytes));
+		sandbox_move(p, &d->x_at, sizeof(d->x_at));
+		sandbox_move(p, &d->y_at, sizeof(d->y_at));
+	}
 	if (!p->sending) {
 		/* Bounds on what was sent, in case the file damaged the child. */
 		p->failed |= d->n < 0 || d->n > d->n_total || d->dim <= 0 || d->dim > INT32_MAX ||
 			     d->shape[0] < 1 || d->shape[1] < 1 || d->shape[2] < 1 ||
 			     (long long)d->shape[0] * d->shape[1] * d->shape[2] != d->dim ||
-			     (bytes != 1 && bytes != 4) || cells > (size_t)1 << 40;
-		if (p->failed)
+			     (bytes != 1 && bytes != 4) || (!d->streamed && cells > (size_t)1 << 40);
+		if (d->streamed)
+			p->failed |= d->x_bytes != bytes || d->x_at < -1 || d->y_at < -1 ||
+				      d->classes < 0 || d->classes > DATASET_MAX_CLASSES;
+		if (p->failed || d->streamed)
 			return;
 		if (bytes == 1)
 			d->x8 = xmalloc(cells);
@@ -349,6 +440,8 @@ static void load_move(void *arg, struct sandbox_pipe *p)
 			d->xf = xmalloc(cells * sizeof(float));
 		d->y = xmalloc((size_t)d->n * sizeof(int32_t));
 	}
+	if (d->streamed)
+		return;
 	sandbox_move(p, d->x8 ? (void *)d->x8 : (void *)d->xf, cells * (size_t)bytes);
 	sandbox_move(p, d->y, (size_t)d->n * sizeof(int32_t));
 }
@@ -361,15 +454,21 @@ const struct sandbox_reader dataset_sandbox_reader = {
 	.move = load_move,
 };
 
-int dataset_load(struct dataset *d, const char *path, int part, int parts)
+/* dataset_load, or with streamed dataset_open's layout, in a child. */
+int dataset_read_file(struct dataset *d, const char *path, int part, int parts, int streamed)
 {
 	memset(d, 0, sizeof(*d));
 	snprintf(d->path, sizeof(d->path), "%s", path);
-	struct load_args a = {(char *)path, d, part, parts};
+	struct load_args a = {(char *)path, d, part, parts, streamed};
 	int rc = sandbox_read(path, &dataset_sandbox_reader, &a);
 	if (rc)
 		dataset_free(d);
 	return rc;
+}
+
+int dataset_load(struct dataset *d, const char *path, int part, int parts)
+{
+	return dataset_read_file(d, path, part, parts, 0);
 }
 
 int dataset_check_labels(const struct dataset *d, int classes, const char *whose)
@@ -392,6 +491,8 @@ void dataset_row_text(const struct dataset *d, char *buf, size_t len)
 
 void dataset_free(struct dataset *d)
 {
+	if (d->streamed)
+		dataset_close_stream(d);
 	free(d->x8);
 	free(d->xf);
 	free(d->y);
@@ -428,20 +529,15 @@ void dataset_rows(const struct dataset *d, long begin, int rows, float *x, int32
 	}
 }
 
+/* Stored whole and uncompressed (contiguous): a row is read by offset,
+ * with one pread, from the page cache (dataset_stream.c). */
 static hid_t write_dataset(hid_t file, const char *name, hid_t type, int nd,
 			   const hsize_t *dims, const void *data)
 {
-	hsize_t chunk[4]; /* 1024 rows */
-	for (int i = 0; i < nd; i++)
-		chunk[i] = i || dims[0] < 1024 ? dims[i] : 1024;
 	hid_t space = H5Screate_simple(nd, dims, NULL);
-	hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-	H5_CHECK(H5Pset_chunk(dcpl, nd, chunk));
-	H5_CHECK(H5Pset_deflate(dcpl, 1));
-	hid_t ds = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+	hid_t ds = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	H5_CHECK(ds);
 	H5_CHECK(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
-	H5Pclose(dcpl);
 	H5Sclose(space);
 	return ds;
 }

@@ -1,7 +1,10 @@
 /* Training and evaluation data: HDF5 files with dataset "x" [N, D] or, for
  * images, [N, H, W, C] (channels last, as Keras stores them; float32, or
- * uint8 scaled to [0,1]) and dataset "y" [N] (integer class ids), loaded
- * whole or as one rank's slice, and the IDX (.gz) importer that writes them. */
+ * uint8 scaled to [0,1]) and dataset "y" [N] (integer class ids), either
+ * streamed (dataset_open: rows read from the file when asked, each checked
+ * as it is read; what training and evaluation do) or loaded whole
+ * (dataset_load: previews, tests, tools), and the importers that write them
+ * (x and y stored whole and uncompressed, so that rows are read by offset). */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -23,13 +26,51 @@ struct dataset {
 			 * (H, W, C) for images */
 	float *xf;      /* (n, D) when stored as float32, else NULL */
 	int32_t *y;     /* (n) */
+	/* Streamed (dataset_open; x8, xf and y NULL): */
+	int streamed;
+	int fd;              /* the file, open for reading */
+	int x_bytes;         /* a value of x in the file: 1 (uint8) or 4 (float32) */
+	long long x_at, y_at; /* byte offsets of x (native uint8 or float32) and y
+			       * (native int32) where stored whole and uncompressed,
+			       * read with pread; -1: read through HDF5 (h5) */
+	long long bytes;     /* the file's size when opened */
+	long long mtime_ns;  /* its modification time then */
+	int64_t h5[3];       /* the HDF5 file, x and y (hid_t) where x_at or y_at
+			      * is -1; else 0 */
 };
+
+/* One line saying why a read failed, e.g. "F.h5: x[4093, 3, 0, 0] is NaN". */
+#define DATASET_WHY_LEN (PATH_LEN + 256)
 
 /* Loads rows [part*N/parts, (part+1)*N/parts) of path: (0, 1) loads all.
  * Checks layout (x of rank 2 or 4), dtypes, NaN/Inf and negative labels.
  * Returns 0, or -1 with a user_error naming the file and the problem. */
 int dataset_load(struct dataset *d, const char *path, int part, int parts);
 void dataset_free(struct dataset *d);
+/* Opens path for streaming rows [part*N/parts, (part+1)*N/parts) (memory:
+ * none per row): its layout, dtypes and classes (num_classes, else found
+ * from a pass over y) are read in a child (sandbox.h); x and y stored whole
+ * must lie within the file. 0, or -1 with a user_error naming the file. */
+int dataset_open(struct dataset *d, const char *path, int part, int parts);
+/* x (rows, D) and y (rows) = rows idx[0..rows) (relative to d->first), or
+ * the rows [begin, begin + rows): from memory when loaded, else read from
+ * the file and checked (inputs finite, labels in [0, classes)), the file
+ * checked unchanged since it was opened. 0, or -1 with one line in why
+ * (DATASET_WHY_LEN bytes) naming the file and the row. Safe on another
+ * thread than the one that opened d, one thread per dataset. */
+int dataset_read_rows(const struct dataset *d, const uint32_t *idx, int rows, float *x,
+		      int32_t *y, char *why);
+int dataset_read_range(const struct dataset *d, long begin, int rows, float *x, int32_t *y,
+		       char *why);
+/* A digest of d's layout (rows, shape, dtype, classes, file size) and of
+ * count rows chosen by seed, all ranks' alike for the same file: the
+ * start-up comparison. With count < 0, of every row, each checked as it is
+ * read (--verify-data). 0, or -1 with why. */
+int dataset_digest(const struct dataset *d, uint64_t seed, long count, uint64_t *digest,
+		   char *why);
+/* Row i (< count) of the digest's sample of n rows under seed: positions
+ * of an order no epoch uses. */
+long dataset_sample_row(uint64_t seed, long i, long n);
 /* A row's shape as text: "[784]" for a flat row, "[28,28,1]" for images. */
 void dataset_row_text(const struct dataset *d, char *buf, size_t len);
 /* Checks every label held is below classes, which `whose` had (e.g. "the

@@ -27,39 +27,50 @@ int agree_config(const struct config *cfg, struct comm *c)
 	return comm_user_errors(c) ? -1 : 0;
 }
 
+/* Rows of the training set whose digest the ranks compare at start-up
+ * (all of them with --verify-data). */
+#define AGREE_SAMPLE_ROWS 64
+
 /* What every rank must agree on about its data: ranks on other nodes read
  * files of the same name that may not be the same files. */
 struct data_print {
 	long train_rows, eval_rows;
 	int classes, eval_dim;
 	char row[64];       /* a training row's shape, e.g. "[28,28,1]", "[784]" */
-	uint64_t train_sum; /* FNV-1a of the whole training set, x then y */
+	uint64_t train_sum; /* dataset_digest: layout, size and sampled rows */
 };
 
-static struct data_print data_print_of(const struct dataset *d, const struct dataset *eval)
+/* This rank's print of the training set, its sampled rows read and
+ * checked; -1 with a user error when reading them failed. */
+static int data_print_of(const struct config *cfg, const struct dataset *d,
+			 struct data_print *p)
 {
-	struct data_print p;
-	memset(&p, 0, sizeof(p));
-	p.train_rows = d->n;
-	dataset_row_text(d, p.row, sizeof(p.row));
-	p.classes = d->classes;
-	size_t cells = (size_t)d->n * d->dim;
-	p.train_sum = d->x8 ? fnv1a64(FNV1A64_INIT, d->x8, cells)
-			    : fnv1a64(FNV1A64_INIT, d->xf, cells * sizeof(float));
-	p.train_sum = fnv1a64(p.train_sum, d->y, (size_t)d->n * sizeof(int32_t));
-	p.eval_rows = eval ? eval->n_total : 0;
-	p.eval_dim = eval ? eval->dim : 0;
-	return p;
+	memset(p, 0, sizeof(*p));
+	p->train_rows = d->n;
+	dataset_row_text(d, p->row, sizeof(p->row));
+	p->classes = d->classes;
+	char why[DATASET_WHY_LEN];
+	if (dataset_digest(d, cfg->seed, cfg->verify_data ? -1 : AGREE_SAMPLE_ROWS, &p->train_sum,
+			   why))
+		return user_error("%s", why);
+	return 0;
 }
 
-void agree_data(const struct config *cfg, const struct dataset *train,
-		const struct dataset *eval, struct comm *c)
+static void eval_print_of(const struct dataset *eval, struct data_print *p)
 {
-	struct data_print mine = data_print_of(train, eval), root = mine;
+	p->eval_rows = eval ? eval->n_total : 0;
+	p->eval_dim = eval ? eval->dim : 0;
+}
+
+/* Compares mine with rank 0's (a user error when they differ). Collective. */
+static void compare_prints(const struct config *cfg, const struct data_print *mine_p,
+			   struct comm *c)
+{
+	struct data_print mine = *mine_p, root = mine;
 	comm_bcast_host(c, &root, sizeof(root), 0);
 	if (mine.train_rows != root.train_rows || strcmp(mine.row, root.row) ||
 	    mine.classes != root.classes || mine.train_sum != root.train_sum)
-		user_error("--data %s is not rank 0's file: %ld rows of %s, %d classes, checksum "
+		user_error("--data %s is not rank 0's file: %ld rows of %s, %d classes, digest "
 			   "%016llx here; %ld rows of %s, %d classes, %016llx on rank 0 (every rank "
 			   "must read the same data)", cfg->data, mine.train_rows, mine.row,
 			   mine.classes, (unsigned long long)mine.train_sum, root.train_rows,
@@ -68,6 +79,15 @@ void agree_data(const struct config *cfg, const struct dataset *train,
 		user_error("--eval-data %s is not rank 0's file: %ld rows of %d here, %ld rows of "
 			   "%d on rank 0 (every rank must read the same data)", cfg->eval_data,
 			   mine.eval_rows, mine.eval_dim, root.eval_rows, root.eval_dim);
+}
+
+void agree_data(const struct config *cfg, const struct dataset *train,
+		const struct dataset *eval, struct comm *c)
+{
+	struct data_print mine;
+	data_print_of(cfg, train, &mine); /* a failure's line is kept: the first */
+	eval_print_of(eval, &mine);
+	compare_prints(cfg, &mine, c);
 }
 
 int agree_registry(const struct params *mine, struct comm *c)
@@ -104,24 +124,29 @@ int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *tr
 		    struct dataset *eval, int *has_eval)
 {
 	*has_eval = cfg->eval_data[0] && strcmp(cfg->eval_data, "none");
-	if (dataset_load(train, cfg->data, 0, 1) == 0 && *has_eval &&
-	    dataset_load(eval, cfg->eval_data, c->rank, c->size) == 0) {
-		char mine[64], theirs[64];
-		dataset_row_text(eval, mine, sizeof(mine));
+	struct data_print mine;
+	memset(&mine, 0, sizeof(mine));
+	/* The training set's sampled rows are checked before the evaluation
+	 * set is compared with it. */
+	if (dataset_open(train, cfg->data, 0, 1) == 0 && data_print_of(cfg, train, &mine) == 0 &&
+	    *has_eval && dataset_open(eval, cfg->eval_data, c->rank, c->size) == 0) {
+		char ours[64], theirs[64];
+		dataset_row_text(eval, ours, sizeof(ours));
 		dataset_row_text(train, theirs, sizeof(theirs));
 		if (eval->dim != train->dim)
 			user_error("%s: inputs have %d features but the training set %s has %d",
 				   cfg->eval_data, eval->dim, cfg->data, train->dim);
-		else if (strcmp(mine, theirs))
+		else if (strcmp(ours, theirs))
 			user_error("%s: input rows are %s but the training set %s's are %s",
-				   cfg->eval_data, mine, cfg->data, theirs);
-		else
-			dataset_check_labels(eval, train->classes, "the training set");
+				   cfg->eval_data, ours, cfg->data, theirs);
+		else /* its labels are checked against the model's as they are read */
+			eval->classes = train->classes;
 	}
 	/* Collective, so every rank takes part even after its own error. */
 	if (comm_user_errors(c))
 		return -1;
-	agree_data(cfg, train, *has_eval ? eval : NULL, c);
+	eval_print_of(*has_eval ? eval : NULL, &mine);
+	compare_prints(cfg, &mine, c);
 	if (!user_error_pending()) {
 		if (cfg->batch > train->n)
 			user_error("--batch %d is larger than the training set %s (%ld rows)",

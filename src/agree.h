@@ -12,15 +12,19 @@
 /* Every rank's options equal rank 0's (the model's shape aside: that is
  * agree_registry's, which names the variable). 0 or -1. */
 int agree_config(const struct config *cfg, struct comm *c);
-/* Every rank's training set (rows, classes, FNV-1a of all of it) and
- * evaluation file (rows, width; eval may be NULL for none) equal rank 0's.
- * Records a user error on a differing rank; the caller collects it. */
+/* Every rank's training set (rows, shape, classes, file size and a digest
+ * of a seeded sample of rows, or of every row with --verify-data:
+ * dataset_digest) and evaluation file (rows, width; eval may be NULL for
+ * none) equal rank 0's. Records a user error on a differing rank, or one
+ * whose rows could not be read; the caller collects it. */
 void agree_data(const struct config *cfg, const struct dataset *train,
 		const struct dataset *eval, struct comm *c);
-/* Loads the data of cfg on every rank (the whole training set; this rank's
- * slice of the evaluation set, when there is one: *has_eval) and checks it:
- * evaluation width and labels against training's, every rank's data equal
- * to rank 0's (agree_data), the batch against the rows and ranks.
+/* Opens the data of cfg on every rank for streaming (the whole training
+ * set; this rank's slice of the evaluation set, when there is one:
+ * *has_eval) and checks it: the training set's sampled rows, evaluation
+ * width against training's (its labels are checked against the training
+ * set's classes as they are read), every rank's data equal to rank 0's
+ * (agree_data), the batch against the rows and ranks.
  * Collective: 0, or -1 after a user error. */
 int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *train,
 		    struct dataset *eval, int *has_eval);

@@ -20,6 +20,8 @@ struct config {
 				   * "" for the MLP of hidden and act */
 	int sync_bn;              /* 1: batchnorm's statistics over the global batch */
 	char augment[PATH_LEN];   /* --augment, e.g. "crop:4,flip"; "" for none */
+	int read_ahead;           /* batches the reader stages ahead of the step, e.g. 4 */
+	int verify_data;          /* 1: start-up reads and compares every row */
 	char input_shape[PATH_LEN]; /* "H,W,C" of a flat row, e.g. "28,28,1"; "" for [D] */
 	int optim;                /* enum optim_kind, e.g. OPTIM_ADAM */
 	float lr;                 /* peak learning rate, e.g. 1e-3 */

@@ -24,34 +24,47 @@ void eval_free(struct evaluator *ev)
 	memset(ev, 0, sizeof(*ev));
 }
 
-void eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[2])
+int eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[3])
 {
 	const struct dataset *d = ev->data;
 	float before[2], stats[2];
+	char why[DATASET_WHY_LEN];
+	int bad = 0;
 	model_take_stats(m, before); /* training's, kept for its next line */
-	for (long begin = 0; begin < d->n; begin += m->max_rows) {
+	for (long begin = 0; begin < d->n && !bad; begin += m->max_rows) {
 		int rows = (int)(d->n - begin < m->max_rows ? d->n - begin : m->max_rows);
-		dataset_rows(d, begin, rows, ev->host_x, ev->host_y);
-		model_set_batch(m, ev->host_x, ev->host_y, rows);
-		model_forward(m, rows, 0, 0.0f);
+		bad = dataset_read_range(d, begin, rows, ev->host_x, ev->host_y, why) != 0;
+		if (!bad) {
+			model_set_batch(m, ev->host_x, ev->host_y, rows);
+			model_forward(m, rows, 0, 0.0f);
+		}
 	}
 	model_take_stats(m, stats);
 	m->be->copy_in(m->be, m->stats, before, sizeof(before));
-	double sums[3] = {stats[0], stats[1], (double)d->n};
-	comm_sum_host(c, sums, 3);
+	/* Every rank's rows once: the slices are disjoint and cover the set. */
+	double sums[4] = {stats[0], stats[1], (double)d->n, bad};
+	comm_sum_host(c, sums, 4);
 	out[0] = sums[2] ? sums[0] / sums[2] : 0.0;
 	out[1] = sums[2] ? sums[1] / sums[2] : 0.0;
+	out[2] = sums[2];
+	if (bad)
+		user_error("%s; found while evaluating", why);
+	return sums[3] > 0 ? -1 : 0;
 }
 
-void eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
-		 long epoch, struct comm *c)
+int eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
+		long epoch, struct comm *c)
 {
-	double raw[2], avg[2];
+	double raw[3], avg[3];
 	ema_sync(e, c);
-	eval_run(ev, m, c, raw);
+	int rc = eval_run(ev, m, c, raw);
 	ema_swap(e, &m->w);
-	eval_run(ev, m, c, avg);
+	rc = rc ? rc : eval_run(ev, m, c, avg);
 	ema_swap(e, &m->w);
+	if (rc) {
+		comm_user_errors(c); /* the line, once */
+		return -1;
+	}
 	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f",
 		 step, epoch, raw[0], raw[1], avg[0], avg[1]);
 	const char *tags[4] = {"eval/raw_loss", "eval/raw_acc", "eval/ema_loss", "eval/ema_acc"};
@@ -64,6 +77,7 @@ void eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step
 		      "\"raw_acc\":%s,\"ema_loss\":%s,\"ema_acc\":%s}",
 		      step, epoch, json_num(raw[0], n[0], 32), json_num(raw[1], n[1], 32),
 		      json_num(avg[0], n[2], 32), json_num(avg[1], n[3], 32));
+	return 0;
 }
 
 /* The checkpoint's configuration and model dimensions on every rank, with
@@ -98,24 +112,28 @@ static int eval_data_load(const char *ckpt, const struct config *cfg, const int 
 {
 	if (!cfg->eval_data[0] || !strcmp(cfg->eval_data, "none"))
 		user_error("%s: the checkpoint names no eval data; pass --eval-data FILE", ckpt);
-	else if (dataset_load(d, cfg->eval_data, c->rank, c->size) == 0) {
+	else if (dataset_open(d, cfg->eval_data, c->rank, c->size) == 0) {
 		if (d->dim != dims[0])
 			user_error("%s: inputs have %d features; the checkpoint's model takes %d",
 				   cfg->eval_data, d->dim, dims[0]);
-		else
-			dataset_check_labels(d, dims[1], "the checkpoint's model");
+		else /* labels are checked against the model's as they are read */
+			d->classes = dims[1];
 	}
 	return comm_user_errors(c) ? -1 : 0;
 }
 
 /* One line of figures for the weights now in m. */
-static void eval_print(struct evaluator *ev, struct model *m, const char *ckpt,
-		       const char *which, struct comm *c)
+static int eval_print(struct evaluator *ev, struct model *m, const char *ckpt,
+		      const char *which, struct comm *c)
 {
-	double res[2];
-	eval_run(ev, m, c, res);
-	log_info("eval %s %s loss %.4f acc %.4f (%ld rows)", ckpt, which, res[0], res[1],
-		 ev->data->n_total);
+	double res[3];
+	if (eval_run(ev, m, c, res)) {
+		comm_user_errors(c); /* the line, once */
+		return -1;
+	}
+	/* The rows the ranks evaluated, summed: each once, the set's count. */
+	log_info("eval %s %s loss %.4f acc %.4f (%.0f rows)", ckpt, which, res[0], res[1], res[2]);
+	return 0;
 }
 
 int eval_main(const char *ckpt, const char *eval_data, const char *which, int device,
@@ -163,13 +181,12 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 			ckpt_meta_free(&m);
 		if (!comm_user_errors(c)) {
 			state_send(&state, c);
-			if (want & 1)
-				eval_print(&ev, &model, ckpt, weights[0], c);
+			int rc = (want & 1) ? eval_print(&ev, &model, ckpt, weights[0], c) : 0;
 			ema_swap(&ema, &model.w);
-			if (want & 2)
-				eval_print(&ev, &model, ckpt, weights[1], c);
+			if (!rc && (want & 2))
+				rc = eval_print(&ev, &model, ckpt, weights[1], c);
 			ema_swap(&ema, &model.w);
-			status = EXIT_OK;
+			status = rc ? EXIT_USER : EXIT_OK;
 		}
 		eval_free(&ev);
 		state_free(&state);

@@ -16,13 +16,17 @@ struct evaluator {
 /* Host batches for data, of up to m's max_rows rows. */
 void eval_init(struct evaluator *ev, const struct dataset *data, const struct model *m);
 void eval_free(struct evaluator *ev);
-/* out = {mean loss, accuracy} of m's current weights over every rank's
- * slice. The model's training stats are kept. Collective. */
-void eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[2]);
+/* out = {mean loss, accuracy, rows evaluated} of m's current weights over
+ * every rank's slice (disjoint slices that cover the set: each row read,
+ * streamed, and counted once; no padding). The model's training stats are
+ * kept. Collective. 0, or -1 on every rank when a rank's rows could not be
+ * read (its user_error recorded, not yet printed). */
+int eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[3]);
 /* Raw and EMA figures at a training step: e's shadows are broadcast from
  * their owner, swapped in and back; one log line and a metrics event.
- * Collective. */
-void eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
+ * Collective. 0, or -1 on every rank after the line saying which rows
+ * could not be read. */
+int eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
 		 long epoch, struct comm *c);
 
 /* `mtrain eval`: evaluates checkpoint ckpt on eval_data (NULL: the

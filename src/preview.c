@@ -44,7 +44,7 @@ static void grid(uint8_t *pix, const float *x, int rows, int cols, const int s[3
 	}
 }
 
-/* Rank 0's work: d loaded, the rows picked, augmented and written. */
+/* Rank 0's work: d opened, the rows picked and read, augmented and written. */
 static int preview_write(struct config *cfg, const char *list, long rows, long epoch,
 			 const char *out)
 {
@@ -53,7 +53,7 @@ static int preview_write(struct config *cfg, const char *list, long rows, long e
 	int in[3], rc = -1;
 	memset(&d, 0, sizeof(d));
 	memset(&a, 0, sizeof(a));
-	if (dataset_load(&d, cfg->data, 0, 1) || model_input_shape(cfg, cfg->data, d.shape, in) ||
+	if (dataset_open(&d, cfg->data, 0, 1) || model_input_shape(cfg, cfg->data, d.shape, in) ||
 	    augment_init(&a, list, in))
 		goto done;
 	if (in[0] == 1 && in[1] == 1) {
@@ -74,11 +74,15 @@ static int preview_write(struct config *cfg, const char *list, long rows, long e
 	uint8_t *pix = calloc((size_t)gw * gh * in[2], 1);
 	ALLOC_CHECK(pix);
 	loader_rows(ORDER_FEISTEL, cfg->seed, epoch, 0, (int)rows, d.n, ids); /* a fresh run's */
-	dataset_gather(&d, ids, (int)rows, x, y);
-	if (a.n)
-		augment_rows(&a, x, (int)rows, ids, d.first, cfg->seed, epoch);
-	grid(pix, x, (int)rows, cols, in, gw);
-	rc = png_write(out, pix, gw, gh, in[2]);
+	char why[DATASET_WHY_LEN];
+	if (dataset_read_rows(&d, ids, (int)rows, x, y, why)) {
+		user_error("%s", why);
+	} else {
+		if (a.n)
+			augment_rows(&a, x, (int)rows, ids, d.first, cfg->seed, epoch);
+		grid(pix, x, (int)rows, cols, in, gw);
+		rc = png_write(out, pix, gw, gh, in[2]);
+	}
 	if (rc == 0)
 		log_info("wrote %s: %ld rows of epoch %ld (seed %llu, augment '%s'), %dx%d pixels", out,
 			 rows, epoch, (unsigned long long)cfg->seed, list, gw, gh);

@@ -146,8 +146,8 @@ void report_timing(const struct timing *t, long steps, double wall, int batch,
 		snprintf(gflops, sizeof(gflops), "%.2f",
 			 compute > 0 ? flops_per_row * t->rows / compute * 1e-9 : 0.0);
 	log_info("timing ms/step data %.3f forward %.3f backward %.3f allreduce %.3f "
-		 "optimizer %.3f ema %.3f total %.3f samples/s %.0f gflops %s",
+		 "optimizer %.3f ema %.3f total %.3f samples/s %.0f gflops %s data_wait %.3f",
 		 t->data * ms, t->forward * ms, t->backward * ms, t->allreduce * ms,
 		 t->optimizer * ms, t->ema * ms, wall * ms, (double)batch * (double)steps / wall,
-		 gflops);
+		 gflops, t->data_wait * ms);
 }

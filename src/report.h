@@ -11,6 +11,7 @@
 /* Seconds spent per phase, summed over steps (rank-local). */
 struct timing {
 	double data, forward, backward, allreduce, optimizer, ema;
+	double data_wait; /* of data: blocked on the reader thread (not ready) */
 	double rows; /* rows this rank computed */
 };
 

@@ -17,8 +17,9 @@ static uint64_t row_hash(const float *x, int32_t y, int dim)
 static int row_equal(struct rows_log *r, long i, const float *x, int32_t y)
 {
 	int32_t yi;
-	dataset_rows(r->data, i, 1, r->row, &yi);
-	return yi == y && !memcmp(r->row, x, sizeof(float) * (size_t)r->data->dim);
+	char why[DATASET_WHY_LEN];
+	return dataset_read_range(r->data, i, 1, r->row, &yi, why) == 0 && yi == y &&
+	       !memcmp(r->row, x, sizeof(float) * (size_t)r->data->dim);
 }
 
 /* The slot holding a row equal to x, y, else the empty slot where it
@@ -55,7 +56,9 @@ void rows_log_open(struct rows_log *r, const struct dataset *data, int rank, int
 	float *x = xmalloc(sizeof(float) * (size_t)data->dim);
 	for (long i = 0; i < data->n; i++) {
 		int32_t y;
-		dataset_rows(data, i, 1, x, &y);
+		char why[DATASET_WHY_LEN];
+		if (dataset_read_range(data, i, 1, x, &y, why))
+			continue; /* a bad row: the run stops when it reaches it */
 		size_t k = row_find(r, x, y);
 		if (r->slot[k])
 			r->twin[i] = r->twin[r->slot[k] - 1] = 1;

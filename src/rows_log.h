@@ -20,7 +20,8 @@
 
 struct rows_log {
 	FILE *f;                    /* NULL: off */
-	const struct dataset *data; /* the whole training set */
+	const struct dataset *data; /* the whole training set (streamed: rows
+				     * are read from its file to compare) */
 	int rank;
 	uint32_t *slot;             /* (cap) row + 1 per hash slot, 0 empty */
 	size_t cap;                 /* a power of two above 2N */

@@ -125,11 +125,10 @@ static void start_bucket(void *comm, float *g, size_t n)
 
 /* The step's gradients hold NaN or Inf on some rank (gradients_bad), and
  * every rank skips the step alike, each saying so: nothing changes (weights,
- * slots, shadows, step and data position), the staged batch is kept for
- * the retry, and the loss summed since the last line is dropped. */
+ * slots, shadows, step and data position), the retry asks the loader for
+ * the same batch, and the loss summed since the last line is dropped. */
 static void skip_step(struct trainer *t, struct progress *p)
 {
-	loader_retry(&t->loader);
 	float dropped[2];
 	model_take_stats(&t->model, dropped);
 	p->rows = 0;
@@ -144,7 +143,10 @@ static void skip_step(struct trainer *t, struct progress *p)
 /* This step's rows of the global batch to the model; their count. */
 static int stage_batch(struct trainer *t)
 {
+	double waited = t->loader.wait;
 	struct staged *cur = loader_current(&t->loader, t->at.epoch, t->at.pos);
+	t->t.data_wait += t->loader.wait - waited;
+	t->data_bad = cur->bad ? cur->why : NULL;
 	model_set_batch_async(&t->model, cur->x, cur->y, cur->rows);
 	rows_log_stage(&t->rows_log, cur->x, cur->y, cur->rows);
 	/* Dropout's key: this step and where this rank's rows start in the
@@ -165,21 +167,11 @@ static void advance(struct trainer *t, long s)
 	t->comm->step = s; /* for other ranks' roll calls */
 }
 
-/* The batch after the current one, staged while the backend works. */
-static void prefetch_next(struct trainer *t)
-{
-	if (t->at.global_step + 1 >= t->total_steps)
-		return;
-	long pos = t->at.pos + 1, epoch = t->at.epoch;
-	if (pos == t->steps_per_epoch)
-		pos = 0, epoch++;
-	loader_prefetch(&t->loader, epoch, pos);
-}
-
 /* Whether step s's summed gradients hold NaN or Inf on any rank: each
  * rank judges the sums it holds (all, or its ZeRO-1 shard), and the ranks
  * agree, so they skip alike even when one rank's sums alone went bad. The
- * same collective carries the stop signal's agreement (t->stop). */
+ * same collective carries the stop signal's agreement (t->stop) and
+ * whether any rank's batch could not be read (t->data_failed: bad too). */
 static int gradients_bad(struct trainer *t, long s)
 {
 	struct model *m = &t->model;
@@ -188,15 +180,16 @@ static int gradients_bad(struct trainer *t, long s)
 	fault_nan_grad(&t->fault, t->be, m->g, sh->total,
 		       fault_holds_last(&t->fault, t->comm->rank, sharded,
 					sh->len && sh->first + sh->len == sh->total), s);
-	double flags[2] = {m->be->nonfinite(m->be, m->g + sh->first, sh->len),
-			   g_stop_signal != 0};
-	comm_sum_host(t->comm, flags, 2);
+	double flags[3] = {m->be->nonfinite(m->be, m->g + sh->first, sh->len),
+			   g_stop_signal != 0, t->data_bad != NULL};
+	comm_sum_host(t->comm, flags, 3);
 	t->stop = flags[1] > 0;
-	return flags[0] > 0;
+	t->data_failed = flags[2] > 0;
+	return flags[0] > 0 || t->data_failed;
 }
 
 /* One optimizer step, the one that makes global_step s; returns 0 when it
- * was skipped (skip_step). */
+ * was skipped (skip_step), -1 when a rank's batch could not be read. */
 static int train_step(struct trainer *t, struct progress *p)
 {
 	struct config *cfg = t->cfg;
@@ -219,14 +212,14 @@ static int train_step(struct trainer *t, struct progress *p)
 	 * sharded, one reduce-scatter follows (a shard spans layers). */
 	model_backward(m, rows, sharded ? NULL : start_bucket, c);
 	phase_end(t, &at, "backward", &tm->backward, s);
-	prefetch_next(t);
-	phase_end(t, &at, "data (next batch)", &tm->data, s);
 	if (sharded)
 		c->ops->reduce_scatter(c, m->g, sh->total, sh->each);
 	else
 		c->ops->allreduce_wait(c);
 	phase_end(t, &at, sharded ? "reduce-scatter wait" : "allreduce wait", &tm->allreduce, s);
 	if (gradients_bad(t, s)) {
+		if (t->data_failed)
+			return -1;
 		skip_step(t, p);
 		return 0;
 	}
@@ -254,7 +247,9 @@ static int train_step(struct trainer *t, struct progress *p)
 
 /* After a step: the position moves on, and at the end of an epoch or
  * of the run, or every --ckpt-every steps, evaluation and a checkpoint,
- * timed as aside. 0, or -1 when the checkpoint could not be written. */
+ * timed as aside. 0, or the exit status: EXIT_FAIL when the checkpoint
+ * could not be written or replicas drifted, EXIT_USER when evaluation rows
+ * could not be read. */
 static int after_step(struct trainer *t, struct progress *p, double *aside)
 {
 	const struct config *cfg = t->cfg;
@@ -270,7 +265,7 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 		report_progress(p, &t->model, c, step, shown, t->total_steps,
 				optim_lr(cfg, step - 1, t->total_steps));
 	if (cfg->check_replicas && step % cfg->check_replicas == 0 && check_replicas(t, 0))
-		return -1;
+		return EXIT_FAIL;
 	int eval = t->has_eval && (epoch_end || last);
 	int ckpt = epoch_end || last || (cfg->ckpt_every && step % cfg->ckpt_every == 0);
 	if (!eval && !ckpt)
@@ -279,11 +274,12 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 	double t0 = log_now();
 	if (eval) {
 		mean_moving_stats(t);
-		eval_report(&t->evaluator, &t->model, &t->ema, step, shown, c);
+		if (eval_report(&t->evaluator, &t->model, &t->ema, step, shown, c))
+			return EXIT_USER; /* its rows could not be read: said */
 	}
 	double t1 = log_now();
 	if (ckpt && save_checkpoint(t))
-		return -1;
+		return EXIT_FAIL;
 	double spent = log_now() - t0;
 	if (eval)
 		timeline_span("evaluation", t0, t1, step);
@@ -292,6 +288,20 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 	*aside += spent;
 	p->aside += spent;
 	return 0;
+}
+
+/* A rank's batch of the next step could not be read (a bad row, a file
+ * that changed): the ranks stop alike, before the step's update, and print
+ * its reason once. */
+static int data_stop(struct trainer *t)
+{
+	if (t->data_bad)
+		user_error("%s (the batch of step %ld; stopping, the newest checkpoint, step %ld, "
+			   "is intact)", t->data_bad, t->at.global_step + 1, t->last_ckpt_step);
+	comm_user_errors(t->comm);
+	metrics_write("{\"event\":\"end\",\"step\":%ld,\"reason\":\"data\"}",
+		      t->at.global_step);
+	return EXIT_USER;
 }
 
 static int train_loop(struct trainer *t)
@@ -304,7 +314,10 @@ static int train_loop(struct trainer *t)
 	long warm = t->total_steps - first_step > 50 ? 5 : 0;
 	double t_start = p.since, t_aside = 0;
 	while (t->at.global_step < t->total_steps) {
-		if (!train_step(t, &p)) {
+		int trained = train_step(t, &p);
+		if (trained < 0)
+			return data_stop(t);
+		if (!trained) {
 			if (t->bad_in_row < t->cfg->max_bad_steps)
 				continue;
 			if (t->comm->rank == 0) /* every rank decided alike: one line */
@@ -324,8 +337,9 @@ static int train_loop(struct trainer *t)
 			t_start = log_now();
 			t_aside = 0;
 		}
-		if (after_step(t, &p, &t_aside))
-			return EXIT_FAIL;
+		int status = after_step(t, &p, &t_aside);
+		if (status)
+			return status;
 		/* Every rank stops at the same step: agreement on the signal flag. */
 		if (t->stop && t->at.global_step != t->total_steps) {
 			if (t->last_ckpt_step != t->at.global_step && save_checkpoint(t))

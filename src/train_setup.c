@@ -97,7 +97,10 @@ static int build(struct trainer *t, int max_rows)
 		shard_plan(&t->shard, t->model.reg.trainable, zero ? c->rank : 0, zero ? c->size : 1);
 		t->model.room = (size_t)t->shard.ranks * t->shard.each;
 		double P = (double)t->model.reg.total;
-		resources_check("the model", model_bytes(&t->model, max_rows) +
+		/* With the reader's ring: read_ahead + 1 of this rank's batches. */
+		double ring = (cfg->read_ahead + 1.0) * ((cfg->batch + c->size - 1) / c->size) *
+			      (4.0 * t->train.dim + 8.0);
+		resources_check("the model", model_bytes(&t->model, max_rows) + ring +
 			4.0 * ((double)t->shard.len * optim_slots(cfg) + P *
 			       (1 + (c->rank ? 0 : STATE_KINDS))));
 	}
@@ -110,7 +113,8 @@ static int build(struct trainer *t, int max_rows)
 	optim_init(&t->optim, be, cfg, t->shard.len);
 	if (cfg->sync_bn)
 		model_sync_bn(&t->model, sum_over_ranks, c, cfg->batch);
-	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size);
+	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size,
+		    cfg->read_ahead);
 	t->loader.aug = t->aug.n ? &t->aug : NULL; /* training rows only, never eval's */
 	float *init = xmalloc(sizeof(float) * P);
 	model_glorot(&t->model, cfg->seed, init);
@@ -155,6 +159,9 @@ int trainer_setup(struct trainer *t)
 	if (state_resume(&t->state, &run, &t->at, c))
 		return -1;
 	loader_set_order(&t->loader, (enum order_kind)t->at.order); /* the run's, carried on */
+	/* The last step's batch, numbered as the loader numbers them. */
+	loader_set_end(&t->loader, t->total_steps - t->at.global_step +
+				   t->at.epoch * t->steps_per_epoch + t->at.pos);
 	t->last_ckpt_step = t->at.global_step;
 	/* Nothing is written before this point. */
 	if (c->rank == 0) {
@@ -186,9 +193,9 @@ void trainer_teardown(struct trainer *t)
 	ema_free(&t->ema);
 	optim_free(&t->optim);
 	model_free(&t->model);
+	loader_free(&t->loader); /* its reader thread first: it reads train */
 	dataset_free(&t->train);
 	dataset_free(&t->eval);
-	loader_free(&t->loader);
 	augment_free(&t->aug);
 	rows_log_close(&t->rows_log);
 	free(t->config_text);

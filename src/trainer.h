@@ -20,7 +20,8 @@ struct trainer {
 	struct config *cfg;
 	struct comm *comm;
 	const struct backend *be;
-	struct dataset train, eval;   /* train: all rows; eval: this rank's slice */
+	struct dataset train, eval;   /* streamed: train all rows, eval this
+				       * rank's slice */
 	int has_eval;
 	struct model model;
 	struct optim optim;           /* over this rank's shard */
@@ -50,6 +51,9 @@ struct trainer {
 	long skipped;                 /* steps skipped in all */
 	int stop;                     /* the ranks agreed, in the last step,
 				       * that one of them got USR1/TERM */
+	const char *data_bad;         /* why this rank's batch of this step
+				       * could not be read, or NULL */
+	int data_failed;              /* some rank's could not (agreed) */
 };
 
 

@@ -236,7 +236,7 @@ static void check_load_data(void)
 	expect_error_on(7, "labels hold 1 class; need at least 2");
 	EXPECT(load(dir, comm.rank == 2 ? "other.h5" : "train.h5", "none", 6, &has_eval,
 		    &eval_rows) == -1);
-	expect_error_on(1 << 2, "other.h5 is not rank 0's file: 12 rows of [3], 3 classes, checksum");
+	expect_error_on(1 << 2, "other.h5 is not rank 0's file: 12 rows of [3], 3 classes, digest");
 	comm_barrier(&comm);
 	if (comm.rank == 0)
 		fixture_rmtree(dir);

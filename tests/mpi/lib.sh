@@ -79,6 +79,17 @@ expect_error() {
 		{ cat last.err >&2; fail "want one error line holding '$pattern': $*"; }
 }
 
+# expect_job_error PATTERN CMD...: expect_error for a job under mpirun,
+# whose own report of the ranks' exit status follows: exit 2 and exactly
+# one "mtrain: error: ..." line, holding PATTERN.
+expect_job_error() {
+	local pattern=$1
+	shift
+	expect_status 2 "$@"
+	[ "$(grep -c '^mtrain: error' last.err)" = 1 ] && grep -qE "^mtrain: error: .*$pattern" last.err ||
+		{ cat last.err >&2; fail "want one error line holding '$pattern': $*"; }
+}
+
 # PY: the tests' Python (a venv jobs/setup.sh --tests makes in the build
 # folder, seeing Debian's python3-torch and python3-h5py, with safetensors
 # and tensorboard from PyPI). need_python MODULE...: skips the test

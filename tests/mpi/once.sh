@@ -109,3 +109,19 @@ sys.exit(1 if bad else 0)
 PY
 	fail "the rows trained on are not each epoch's rows once, or differ with the ranks"
 pass "every row once an epoch but the tail, the same global batches on 1, 2 and 3 ranks and resumed"
+
+# Evaluation: each rank reads its own slice of the evaluation set; 31 rows
+# (no rank count here divides it) are counted once each on 1, 2, 3 and 4
+# ranks (the rows the ranks evaluated, summed), with the same accuracy.
+"$MKDATA" synth eval31.h5 31 12 3 12
+acc=
+for n in 1 2 3 4; do
+	timeout 120 "$MPIRUN" --oversubscribe -np $n "$MTRAIN" eval --ckpt ck-straight1/ckpt-000000$STEPS.h5 \
+		--eval-data eval31.h5 --device cpu >eval$n.log 2>&1 || { cat eval$n.log; fail "mtrain eval on $n ranks"; }
+	line=$(grep -E '^eval .* raw loss' eval$n.log) || { cat eval$n.log; fail "no raw eval line on $n ranks"; }
+	[[ $line == *"(31 rows)" ]] || fail "$n ranks: '$line' does not count 31 rows"
+	got=$(sed -n 's/.* acc \([0-9.]*\) .*/\1/p' <<<"$line")
+	[ -z "$acc" ] || [ "$got" = "$acc" ] || fail "$n ranks: accuracy $got, 1 rank's $acc"
+	acc=$got
+done
+pass "evaluation: 31 rows counted once each on 1 to 4 ranks, accuracy $acc on all"

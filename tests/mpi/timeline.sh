@@ -27,7 +27,7 @@ for rank in range(3):
     steps = sorted({e["args"]["step"] for e in mine})
     assert steps == [3, 4, 5, 6], (rank, steps)
     phases = {e["name"] for e in mine}
-    want = {"step", "data", "forward", "backward", "data (next batch)", "optimizer",
+    want = {"step", "data", "forward", "backward", "optimizer",
             "ema update", "ema sync", "evaluation", "checkpoint"}
     want |= ({"reduce-scatter wait", "reduce-scatter", "all-gather wait", "all-gather"}
              if zero else {"allreduce wait", "allreduce"})

@@ -160,11 +160,11 @@ static void test_ranks(void)
 	struct loader one, four[RANKS];
 	EXPECT(augment_init(&a1, "crop:1,flip", shape) == 0);
 	EXPECT(augment_init(&check, "crop:1,flip", shape) == 0);
-	loader_init(&one, be, &d, 9, B, 0, 1);
+	loader_init(&one, be, &d, 9, B, 0, 1, 2);
 	one.aug = &a1;
 	for (int r = 0; r < RANKS; r++) {
 		EXPECT(augment_init(&a4[r], "crop:1,flip", shape) == 0);
-		loader_init(&four[r], be, &d, 9, B, r, RANKS);
+		loader_init(&four[r], be, &d, 9, B, r, RANKS, 3);
 		four[r].aug = &a4[r];
 	}
 	int differ = 0, wrong = 0, changed = 0;

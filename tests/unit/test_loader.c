@@ -15,6 +15,7 @@
 #include "unit.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 enum { DIM = 2, CLASSES = 5, MAX_RANKS = 8, EPOCHS = 3 };
 
@@ -66,7 +67,7 @@ static void check_shards(long n, long batch, int size, enum order_kind k)
 	data_make(&d, n);
 	struct loader l[MAX_RANKS];
 	for (int r = 0; r < size; r++) {
-		loader_init(&l[r], be, &d, 77, batch, r, size);
+		loader_init(&l[r], be, &d, 77, batch, r, size, 2);
 		loader_set_order(&l[r], k);
 		EXPECT((l[r].perm != NULL) == (k == ORDER_LEGACY)); /* no N-row array otherwise */
 	}
@@ -96,8 +97,6 @@ static void check_shards(long n, long batch, int size, enum order_kind k)
 			EXPECT(j == batch);
 		}
 		EXPECT(is_bijection(ord, n));
-		for (int r = 0; k == ORDER_LEGACY && r < size; r++)
-			EXPECT(!memcmp(l[r].perm, ord, sizeof(uint32_t) * (size_t)n));
 		if (e > 0) /* another epoch, another order */
 			EXPECT(memcmp(prev, ord, sizeof(uint32_t) * (size_t)n));
 		memcpy(prev, ord, sizeof(uint32_t) * (size_t)n);
@@ -127,9 +126,9 @@ static void check_order_keys(enum order_kind k)
 	struct dataset d;
 	data_make(&d, N);
 	struct loader a, b, alone;
-	loader_init(&a, be, &d, 5, B, 1, 3);
-	loader_init(&b, be, &d, 5, B, 1, 3);
-	loader_init(&alone, be, &d, 5, B, 0, 1);
+	loader_init(&a, be, &d, 5, B, 1, 3, 2);
+	loader_init(&b, be, &d, 5, B, 1, 3, 2);
+	loader_init(&alone, be, &d, 5, B, 0, 1, 2);
 	loader_set_order(&a, k);
 	loader_set_order(&b, k);
 	loader_set_order(&alone, k);
@@ -162,48 +161,47 @@ static void check_orders_differ(void)
 	EXPECT(memcmp(f, l, sizeof(f)));
 }
 
-/* The first row id of global batch pos of epoch 0 as staged by a fresh
+/* The first row id of global batch pos of epoch as staged by a fresh
  * loader (rank 0 of 1). */
-static long first_row(const struct dataset *d, long batch, long pos)
+static long first_row(const struct dataset *d, long batch, long epoch, long pos)
 {
 	struct loader l;
-	loader_init(&l, backend_cpu(), d, 9, batch, 0, 1);
-	long id = row_of(loader_current(&l, 0, pos), 0, d->n);
+	loader_init(&l, backend_cpu(), d, 9, batch, 0, 1, 1);
+	long id = row_of(loader_current(&l, epoch, pos), 0, d->n);
 	loader_free(&l);
 	return id;
 }
 
-/* The trainer's order of calls: current, prefetch of the next, current
- * (the prefetched one); a retried step gets its own batch back, whether or
- * not the next one was prefetched. */
-static void check_prefetch_retry(void)
+/* The trainer's order of calls, with the reader thread ahead: each batch
+ * as a fresh loader stages it, across epochs and around the ring; a
+ * retried step gets its own batch back unchanged, however far the reader
+ * got meanwhile; a jump forward or back (a resume) gives that batch. */
+static void check_read_ahead(int read_ahead)
 {
-	enum { N = 30, B = 5 };
+	enum { N = 30, B = 5, PER = N / B };
 	struct dataset d;
 	data_make(&d, N);
-	long want[4];
-	for (int p = 0; p < 4; p++)
-		want[p] = first_row(&d, B, p);
+	long want[3 * PER];
+	for (int g = 0; g < 3 * PER; g++)
+		want[g] = first_row(&d, B, g / PER, g % PER);
 	struct loader l;
-	loader_init(&l, backend_cpu(), &d, 9, B, 0, 1);
-	struct staged *s = loader_current(&l, 0, 0);
-	EXPECT(row_of(s, 0, N) == want[0]);
-	loader_prefetch(&l, 0, 1);
-	EXPECT(row_of(s, 0, N) == want[0]); /* this step's batch is untouched */
-	s = loader_current(&l, 0, 1);
-	EXPECT(row_of(s, 0, N) == want[1]);
-	loader_prefetch(&l, 0, 2);
-	loader_retry(&l); /* step 1 failed after the prefetch of 2 */
-	s = loader_current(&l, 0, 1);
-	EXPECT(row_of(s, 0, N) == want[1]);
-	loader_retry(&l); /* and again, before any prefetch */
-	s = loader_current(&l, 0, 1);
-	EXPECT(row_of(s, 0, N) == want[1]);
-	loader_prefetch(&l, 0, 2);
-	s = loader_current(&l, 0, 2);
-	EXPECT(row_of(s, 0, N) == want[2]);
-	s = loader_current(&l, 0, 3); /* nothing prefetched: staged now */
-	EXPECT(row_of(s, 0, N) == want[3]);
+	loader_init(&l, backend_cpu(), &d, 9, B, 0, 1, read_ahead);
+	for (int g = 0; g < 3 * PER; g++) {
+		struct staged *s = loader_current(&l, g / PER, g % PER);
+		EXPECT(row_of(s, 0, N) == want[g]);
+		EXPECT(!s->bad);
+		if (g % 4 == 1) { /* a retry, after the reader had time to run */
+			float x0[B * DIM];
+			memcpy(x0, s->x, sizeof(x0));
+			usleep(20000);
+			s = loader_current(&l, g / PER, g % PER);
+			EXPECT(row_of(s, 0, N) == want[g]);
+			EXPECT(!memcmp(x0, s->x, sizeof(x0)));
+		}
+	}
+	EXPECT(row_of(loader_current(&l, 0, 3), 0, N) == want[3]);         /* back */
+	EXPECT(row_of(loader_current(&l, 2, 1), 0, N) == want[2 * PER + 1]); /* ahead */
+	EXPECT(row_of(loader_current(&l, 2, 2), 0, N) == want[2 * PER + 2]);
 	loader_free(&l);
 	dataset_free(&d);
 }
@@ -221,6 +219,7 @@ int main(void)
 		check_order_keys(k);
 	}
 	check_orders_differ();
-	check_prefetch_retry();
+	check_read_ahead(1);
+	check_read_ahead(4);
 	return unit_done("test_loader");
 }

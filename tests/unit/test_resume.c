@@ -327,7 +327,7 @@ static int stages_order(const struct position *at, enum order_kind k)
 	for (long i = 0; i < ROWS; i++)
 		d.xf[i * DIM] = (float)i;
 	struct loader l;
-	loader_init(&l, backend_cpu(), &d, 7, BATCH, 0, 1);
+	loader_init(&l, backend_cpu(), &d, 7, BATCH, 0, 1, 2);
 	loader_set_order(&l, (enum order_kind)at->order);
 	struct staged *s = loader_current(&l, at->epoch, at->pos);
 	uint32_t perm[ROWS];

@@ -1,0 +1,284 @@
+/* Streamed data files of dataset.h: rows read from the file when asked
+ * (pread where x and y are stored whole and uncompressed, HDF5 otherwise),
+ * each checked as it is read, the file checked unchanged. */
+#include "dataset.h"
+#include "dataset_io.h"
+#include "check.h"
+#include "hash.h"
+#include "log.h"
+#include "order.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* HDF5's cache of decompressed chunks for x read through HDF5: rows come in
+ * a random order, so it holds many chunks (the default is 1 MiB). */
+#define CHUNK_CACHE_BYTES ((size_t)64 << 20)
+#define CHUNK_CACHE_SLOTS 12421 /* a prime, about 100 per MiB */
+
+enum { H5_FILE, H5_X, H5_Y };
+
+static long long mtime_ns(const struct stat *st)
+{
+	return (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+}
+
+/* Where x or y is read through HDF5 (chunked, compressed, or of another
+ * type than pread can take as it is): the file and both datasets, opened
+ * here as well. */
+static int open_hdf5(struct dataset *d)
+{
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+	H5_CHECK(H5Pset_chunk_cache(dapl, CHUNK_CACHE_SLOTS, CHUNK_CACHE_BYTES, 1.0));
+	hid_t f = H5Fopen(d->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	d->h5[H5_FILE] = f;
+	d->h5[H5_X] = f < 0 ? -1 : H5Dopen2(f, "x", dapl);
+	d->h5[H5_Y] = f < 0 ? -1 : H5Dopen2(f, "y", H5P_DEFAULT);
+	H5Pclose(dapl);
+	if (d->h5[H5_X] < 0 || d->h5[H5_Y] < 0)
+		return user_error("%s: cannot open as HDF5 (it changed since it was checked?)",
+				  d->path);
+	return 0;
+}
+
+/* x or y stored whole lies within the file's bytes. */
+static int within(const struct dataset *d, const char *name, long long at, double len)
+{
+	if (at >= 0 && (double)at + len > (double)d->bytes)
+		return user_error("%s: dataset '%s' lies past the end of the file (bytes %lld to "
+				  "%.0f of %lld): truncated or forged", d->path, name, at,
+				  (double)at + len, d->bytes);
+	return 0;
+}
+
+int dataset_open(struct dataset *d, const char *path, int part, int parts)
+{
+	if (dataset_read_file(d, path, part, parts, 1))
+		return -1;
+	d->fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (d->fd < 0 || fstat(d->fd, &st)) {
+		user_error("%s: cannot open data file: %s", path, strerror(errno));
+		dataset_free(d);
+		return -1;
+	}
+	d->bytes = st.st_size;
+	d->mtime_ns = mtime_ns(&st);
+	double cells = (double)d->n_total * d->dim;
+	if (within(d, "x", d->x_at, cells * d->x_bytes) ||
+	    within(d, "y", d->y_at, (double)d->n_total * sizeof(int32_t)) ||
+	    ((d->x_at < 0 || d->y_at < 0) && open_hdf5(d))) {
+		dataset_free(d);
+		return -1;
+	}
+	return 0;
+}
+
+void dataset_close_stream(struct dataset *d)
+{
+	if (d->fd > 0)
+		close(d->fd);
+	for (int i = H5_Y; i >= H5_FILE; i--)
+		if (d->h5[i] > 0)
+			(i == H5_FILE ? H5Fclose : H5Dclose)(d->h5[i]);
+	d->fd = -1;
+	memset(d->h5, 0, sizeof(d->h5));
+	d->streamed = 0;
+}
+
+/* The file is as it was opened: the same size and modification time. */
+static int unchanged(const struct dataset *d, char *why)
+{
+	struct stat st;
+	if (fstat(d->fd, &st)) {
+		snprintf(why, DATASET_WHY_LEN, "%s: cannot stat: %s", d->path, strerror(errno));
+		return -1;
+	}
+	if (st.st_size == d->bytes && mtime_ns(&st) == d->mtime_ns)
+		return 0;
+	snprintf(why, DATASET_WHY_LEN, "%s: the file changed while mtrain was reading it (%lld "
+		 "bytes when opened, now %lld%s); a data file must stay as it is during a run",
+		 d->path, d->bytes, (long long)st.st_size,
+		 st.st_size == d->bytes ? ", and modified" : "");
+	return -1;
+}
+
+/* len bytes at offset at of the file into buf, for rows [row, row + count)
+ * of name. */
+static int read_at(const struct dataset *d, long long at, void *buf, size_t len,
+		   const char *name, long row, long count, char *why)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t got = pread(d->fd, (char *)buf + done, len - done, (off_t)(at + (long long)done));
+		if (got > 0) {
+			done += (size_t)got;
+			continue;
+		}
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			snprintf(why, DATASET_WHY_LEN, "%s: cannot read row %ld of '%s': %s", d->path,
+				 row, name, strerror(errno));
+		else
+			snprintf(why, DATASET_WHY_LEN, "%s: the file ends at byte %lld, within row %ld "
+				 "of '%s' (it was truncated during the run)", d->path,
+				 at + (long long)done, row + (long)(done * (size_t)count / len), name);
+		return -1;
+	}
+	return 0;
+}
+
+/* Values of rows [row, row + count) of dataset ds (rank nd dims) through
+ * HDF5, as type, into buf. */
+static int read_hdf5(const struct dataset *d, hid_t ds, hid_t type, long row, long count,
+		     void *buf, const char *name, char *why)
+{
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* per thread: the reader's too */
+	hid_t space = H5Dget_space(ds);
+	int nd = H5Sget_simple_extent_ndims(space);
+	hsize_t dims[4] = {0}, start[4] = {(hsize_t)row};
+	herr_t r = -1;
+	if (nd >= 1 && nd <= 4 && H5Sget_simple_extent_dims(space, dims, NULL) == nd &&
+	    (hsize_t)(row + count) <= dims[0]) {
+		dims[0] = (hsize_t)count;
+		hid_t mem = H5Screate_simple(nd, dims, NULL);
+		if (H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, dims, NULL) >= 0)
+			r = H5Dread(ds, type, mem, space, H5P_DEFAULT, buf);
+		H5Sclose(mem);
+	}
+	H5Sclose(space);
+	if (r < 0)
+		snprintf(why, DATASET_WHY_LEN, "%s: cannot read rows %ld to %ld of '%s' (the file "
+			 "is corrupt, or changed during the run)", d->path, row, row + count - 1, name);
+	return r < 0 ? -1 : 0;
+}
+
+/* x (n) = raw (n) / 255 as dataset_gather scales (the same floats), where
+ * raw is x's last n bytes: a block at a time through a copy, so that the
+ * loop is over two arrays that do not overlap (vectorised). */
+static void scale_bytes(const uint8_t *raw, size_t n, float *x)
+{
+	enum { BLOCK = 4096 };
+	uint8_t copy[BLOCK];
+	for (size_t at = 0; at < n; at += BLOCK) {
+		size_t len = n - at < BLOCK ? n - at : BLOCK;
+		memcpy(copy, raw + at, len);
+		float *restrict out = x + at;
+		for (size_t j = 0; j < len; j++)
+			out[j] = (float)copy[j] * (1.0f / 255.0f);
+	}
+}
+
+/* Rows [row, row + count) into x (count, D) and y (count): uint8 values are
+ * read into the last quarter of x's bytes and scaled forward in place;
+ * every value and label is checked. */
+static int read_block(const struct dataset *d, long row, long count, float *x, int32_t *y,
+		      char *why)
+{
+	size_t cells = (size_t)count * (size_t)d->dim;
+	uint8_t *raw = d->x_bytes == 1 ? (uint8_t *)x + 3 * cells : (uint8_t *)x;
+	size_t len = cells * (size_t)d->x_bytes;
+	int rc = d->x_at >= 0
+		? read_at(d, d->x_at + (long long)row * d->dim * d->x_bytes, raw, len, "x", row,
+			  count, why)
+		: read_hdf5(d, d->h5[H5_X], d->x_bytes == 1 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT,
+			    row, count, raw, "x", why);
+	if (rc)
+		return -1;
+	rc = d->y_at >= 0
+		? read_at(d, d->y_at + (long long)row * (long long)sizeof(int32_t), y,
+			  (size_t)count * sizeof(int32_t), "y", row, count, why)
+		: read_hdf5(d, d->h5[H5_Y], H5T_NATIVE_INT32, row, count, y, "y", why);
+	if (rc)
+		return -1;
+	if (d->x_bytes == 1)
+		scale_bytes(raw, cells, x);
+	else
+		for (size_t j = 0; j < cells; j++)
+			if (!isfinite(x[j])) {
+				char cell[96];
+				dataset_cell_text(d, row + (long)(j / (size_t)d->dim),
+						  (int)(j % (size_t)d->dim), cell, sizeof(cell));
+				snprintf(why, DATASET_WHY_LEN, "%s: %s is %s; inputs must be finite",
+					 d->path, cell, isnan(x[j]) ? "NaN" : "infinite");
+				return -1;
+			}
+	for (long i = 0; i < count; i++)
+		if (y[i] < 0 || y[i] >= d->classes) {
+			snprintf(why, DATASET_WHY_LEN, "%s: y[%ld] = %d is not a class id (the model "
+				 "has %d classes, 0 to %d)", d->path, row + i, y[i], d->classes,
+				 d->classes - 1);
+			return -1;
+		}
+	return 0;
+}
+
+int dataset_read_rows(const struct dataset *d, const uint32_t *idx, int rows, float *x,
+		      int32_t *y, char *why)
+{
+	if (!d->streamed) {
+		dataset_gather(d, idx, rows, x, y);
+		return 0;
+	}
+	if (unchanged(d, why))
+		return -1;
+	for (int i = 0; i < rows; i++)
+		if (read_block(d, d->first + (long)idx[i], 1, x + (size_t)i * (size_t)d->dim, y + i,
+			       why))
+			return -1;
+	return 0;
+}
+
+int dataset_read_range(const struct dataset *d, long begin, int rows, float *x, int32_t *y,
+		       char *why)
+{
+	if (!d->streamed) {
+		dataset_rows(d, begin, rows, x, y);
+		return 0;
+	}
+	return unchanged(d, why) || read_block(d, d->first + begin, rows, x, y, why) ? -1 : 0;
+}
+
+long dataset_sample_row(uint64_t seed, long i, long n)
+{
+	return (long)order_row(seed, -1, (uint64_t)i, (uint64_t)n);
+}
+
+#define DIGEST_BLOCK 1024 /* rows read at a time by a full digest */
+
+int dataset_digest(const struct dataset *d, uint64_t seed, long count, uint64_t *digest,
+		   char *why)
+{
+	uint64_t h = FNV1A64_INIT;
+	long long layout[7] = {d->n, d->dim, d->shape[0], d->shape[1], d->x_bytes, d->classes,
+			       d->bytes};
+	h = fnv1a64(h, layout, sizeof(layout));
+	long block = count < 0 ? DIGEST_BLOCK : 1;
+	float *x = xmalloc(sizeof(float) * (size_t)block * (size_t)d->dim);
+	int32_t *y = xmalloc(sizeof(int32_t) * (size_t)block);
+	long n = count < 0 || count > d->n ? d->n : count;
+	int rc = 0;
+	for (long i = 0; i < n && !rc; i += block) {
+		int rows = (int)(n - i < block ? n - i : block);
+		if (count < 0) {
+			rc = dataset_read_range(d, i, rows, x, y, why);
+		} else {
+			uint32_t id = (uint32_t)dataset_sample_row(seed, i, d->n);
+			rc = dataset_read_rows(d, &id, 1, x, y, why);
+		}
+		h = fnv1a64(h, x, sizeof(float) * (size_t)rows * (size_t)d->dim);
+		h = fnv1a64(h, y, sizeof(int32_t) * (size_t)rows);
+	}
+	free(x);
+	free(y);
+	*digest = h;
+	return rc;
+}
