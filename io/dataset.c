@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Errors in user files are reported by us in one line, not by HDF5's stack. */
@@ -75,7 +76,8 @@ static int ds_stored(const struct dataset *d, const struct h5ds *h, const char *
 static long long ds_direct(const struct h5ds *h, hid_t native)
 {
 	hid_t dcpl = H5Dget_create_plist(h->ds);
-	int plain = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0;
+	int plain = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
+		    H5Pget_external_count(dcpl) == 0;
 	H5Pclose(dcpl);
 	haddr_t at = H5Dget_offset(h->ds);
 	if (!plain || at == HADDR_UNDEF || H5Tequal(h->type, native) <= 0 || at > (haddr_t)LLONG_MAX)
@@ -242,19 +244,21 @@ void dataset_cell_text(const struct dataset *d, long row, int j, char *buf, size
 /* Bytes of x a scan reads at a time. */
 #define SCAN_BYTES ((size_t)64 << 20)
 
-/* Reads all of x through HDF5 (here, in the child), a block at a time:
- * where x is chunked or compressed, the training process reads it through
- * HDF5 too, and a forged chunk index must crash this child first, not it. */
+/* Reads the rows held, [first, first + n), of x through HDF5 (here, in the
+ * child), a block at a time: where x is chunked or compressed, the training
+ * process reads them through HDF5 too, and a forged chunk index must crash
+ * this child first, not it. */
 static int scan_x(struct dataset *d, const struct h5ds *h, hid_t type)
 {
 	size_t row = (size_t)d->dim * H5Tget_size(type);
 	long block = (long)(SCAN_BYTES / row) > 0 ? (long)(SCAN_BYTES / row) : 1;
 	void *buf = xmalloc(row * (size_t)block);
 	herr_t r = 0;
-	for (long at = 0; at < d->n_total && r >= 0; at += block) {
+	long end = d->first + d->n;
+	for (long at = d->first; at < end && r >= 0; at += block) {
 		hsize_t start[4] = {(hsize_t)at}, count[4];
 		memcpy(count, h->dims, sizeof(count));
-		count[0] = (hsize_t)(d->n_total - at < block ? d->n_total - at : block);
+		count[0] = (hsize_t)(end - at < block ? end - at : block);
 		hid_t mem = H5Screate_simple(h->nd, count, NULL);
 		r = H5Sselect_hyperslab(h->space, H5S_SELECT_SET, start, NULL, count, NULL);
 		if (r >= 0)
@@ -358,7 +362,11 @@ out:
 static int load_here(struct dataset *d, const char *path, int part, int parts, int streamed)
 {
 	memset(d, 0, sizeof(*d));
+	d->fd = -1;
 	d->streamed = streamed;
+	struct stat st; /* the file checked, which dataset_open must then open */
+	if (streamed && stat(path, &st) == 0)
+		dataset_identity(&st, d->identity);
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	quiet_hdf5();
 	if (access(path, R_OK))
@@ -422,6 +430,7 @@ static void load_move(void *arg, struct sandbox_pipe *p)
 		sandbox_move(p, &d->x_bytes, sizeof(d->x_bytes));
 		sandbox_move(p, &d->x_at, sizeof(d->x_at));
 		sandbox_move(p, &d->y_at, sizeof(d->y_at));
+		sandbox_move(p, d->identity, sizeof(d->identity));
 	}
 	if (!p->sending) {
 		/* Bounds on what was sent, in case the file damaged the child. */
@@ -429,6 +438,10 @@ static void load_move(void *arg, struct sandbox_pipe *p)
 			     d->shape[0] < 1 || d->shape[1] < 1 || d->shape[2] < 1 ||
 			     (long long)d->shape[0] * d->shape[1] * d->shape[2] != d->dim ||
 			     (bytes != 1 && bytes != 4) || (!d->streamed && cells > (size_t)1 << 40);
+		struct load_args *a = arg; /* what was asked: the layout, or rows */
+		p->failed |= d->streamed != a->streamed ||
+			     d->first != d->n_total * a->part / a->parts ||
+			     d->n != d->n_total * (a->part + 1) / a->parts - d->first;
 		if (d->streamed)
 			p->failed |= d->x_bytes != bytes || d->x_at < -1 || d->y_at < -1 ||
 				      d->classes < 0 || d->classes > DATASET_MAX_CLASSES;
@@ -458,6 +471,7 @@ const struct sandbox_reader dataset_sandbox_reader = {
 int dataset_read_file(struct dataset *d, const char *path, int part, int parts, int streamed)
 {
 	memset(d, 0, sizeof(*d));
+	d->fd = -1;
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	struct load_args a = {(char *)path, d, part, parts, streamed};
 	int rc = sandbox_read(path, &dataset_sandbox_reader, &a);

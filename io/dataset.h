@@ -25,7 +25,8 @@ struct dataset {
 	uint8_t *x8;    /* (n, D) when stored as uint8, else NULL; rows of
 			 * (H, W, C) for images */
 	float *xf;      /* (n, D) when stored as float32, else NULL */
-	int32_t *y;     /* (n) */
+	int32_t *y;     /* (n); streamed: the labels, when they take at most
+			 * DATASET_LABEL_CACHE bytes, else NULL */
 	/* Streamed (dataset_open; x8, xf and y NULL): */
 	int streamed;
 	int fd;              /* the file, open for reading */
@@ -37,7 +38,13 @@ struct dataset {
 	long long mtime_ns;  /* its modification time then */
 	int64_t h5[3];       /* the HDF5 file, x and y (hid_t) where x_at or y_at
 			      * is -1; else 0 */
+	long long identity[4]; /* device, inode, size, mtime (ns) of the file
+				* the child checked: the one opened must be it */
 };
+
+/* A streamed set's labels (4 bytes a row) are held in memory up to this
+ * size (16M rows); beyond, read with each row. */
+#define DATASET_LABEL_CACHE ((double)(64 << 20))
 
 /* One line saying why a read failed, e.g. "F.h5: x[4093, 3, 0, 0] is NaN". */
 #define DATASET_WHY_LEN (PATH_LEN + 256)

@@ -12,3 +12,6 @@ void dataset_close_stream(struct dataset *d);
 /* Value j of row's x as the file indexes it: "x[row, j]", or
  * "x[row, h, w, c]" for images. */
 void dataset_cell_text(const struct dataset *d, long row, int j, char *buf, size_t len);
+/* id = a file's device, inode, size and modification time (ns). */
+struct stat;
+void dataset_identity(const struct stat *st, long long id[4]);

@@ -30,12 +30,25 @@ static long long mtime_ns(const struct stat *st)
 	return (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
 }
 
+void dataset_identity(const struct stat *st, long long id[4])
+{
+	id[0] = (long long)st->st_dev;
+	id[1] = (long long)st->st_ino;
+	id[2] = (long long)st->st_size;
+	id[3] = mtime_ns(st);
+}
+
 /* Where x or y is read through HDF5 (chunked, compressed, or of another
  * type than pread can take as it is): the file and both datasets, opened
  * here as well. */
 static int open_hdf5(struct dataset *d)
 {
 	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	hbool_t safe = 0;
+	if (H5is_library_threadsafe(&safe) < 0 || !safe)
+		return user_error("%s: x or y is chunked or compressed, which the reader thread "
+				  "reads through HDF5, and this HDF5 is not thread-safe; store them "
+				  "whole (h5repack -l CONTIG %s OUT.h5)", d->path, d->path);
 	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
 	H5_CHECK(H5Pset_chunk_cache(dapl, CHUNK_CACHE_SLOTS, CHUNK_CACHE_BYTES, 1.0));
 	hid_t f = H5Fopen(d->path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -59,32 +72,9 @@ static int within(const struct dataset *d, const char *name, long long at, doubl
 	return 0;
 }
 
-int dataset_open(struct dataset *d, const char *path, int part, int parts)
-{
-	if (dataset_read_file(d, path, part, parts, 1))
-		return -1;
-	d->fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (d->fd < 0 || fstat(d->fd, &st)) {
-		user_error("%s: cannot open data file: %s", path, strerror(errno));
-		dataset_free(d);
-		return -1;
-	}
-	d->bytes = st.st_size;
-	d->mtime_ns = mtime_ns(&st);
-	double cells = (double)d->n_total * d->dim;
-	if (within(d, "x", d->x_at, cells * d->x_bytes) ||
-	    within(d, "y", d->y_at, (double)d->n_total * sizeof(int32_t)) ||
-	    ((d->x_at < 0 || d->y_at < 0) && open_hdf5(d))) {
-		dataset_free(d);
-		return -1;
-	}
-	return 0;
-}
-
 void dataset_close_stream(struct dataset *d)
 {
-	if (d->fd > 0)
+	if (d->fd >= 0)
 		close(d->fd);
 	for (int i = H5_Y; i >= H5_FILE; i--)
 		if (d->h5[i] > 0)
@@ -161,6 +151,72 @@ static int read_hdf5(const struct dataset *d, hid_t ds, hid_t type, long row, lo
 	return r < 0 ? -1 : 0;
 }
 
+/* The labels of the rows held, in memory (d->y) when they take at most
+ * DATASET_LABEL_CACHE bytes: a row's read is then one pread, not two. They
+ * are checked as each row is read, as ever. */
+static int cache_labels(struct dataset *d)
+{
+	if ((double)d->n * sizeof(int32_t) > DATASET_LABEL_CACHE || d->n == 0)
+		return 0;
+	int32_t *y = xmalloc(sizeof(int32_t) * (size_t)d->n);
+	char why[DATASET_WHY_LEN];
+	int rc = d->y_at >= 0 ? read_at(d, d->y_at + (long long)d->first * (long long)sizeof(int32_t), y,
+				       sizeof(int32_t) * (size_t)d->n, "y", d->first, d->n, why)
+			      : read_hdf5(d, d->h5[H5_Y], H5T_NATIVE_INT32, d->first, d->n, y, "y", why);
+	if (rc) {
+		free(y);
+		user_error("%s", why);
+		dataset_free(d);
+		return -1;
+	}
+	d->y = y;
+	return 0;
+}
+
+int dataset_open(struct dataset *d, const char *path, int part, int parts)
+{
+	if (dataset_read_file(d, path, part, parts, 1))
+		return -1;
+	/* No access-time update per read where the owner may say so. */
+	d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	if (d->fd < 0 && errno == EPERM)
+		d->fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (d->fd < 0 || fstat(d->fd, &st)) {
+		user_error("%s: cannot open data file: %s", path, strerror(errno));
+		dataset_free(d);
+		return -1;
+	}
+	d->bytes = st.st_size;
+	d->mtime_ns = mtime_ns(&st);
+	long long id[4];
+	dataset_identity(&st, id);
+	if (memcmp(id, d->identity, sizeof(id))) {
+		user_error("%s: the file changed while it was being opened; start again once "
+			   "nothing writes it", path);
+		dataset_free(d);
+		return -1;
+	}
+	double cells = (double)d->n_total * d->dim;
+	if (within(d, "x", d->x_at, cells * d->x_bytes) ||
+	    within(d, "y", d->y_at, (double)d->n_total * sizeof(int32_t)) ||
+	    ((d->x_at < 0 || d->y_at < 0) && open_hdf5(d))) {
+		dataset_free(d);
+		return -1;
+	}
+	if (cache_labels(d))
+		return -1;
+	/* HDF5 opened it by name: the same file still. */
+	if ((d->x_at < 0 || d->y_at < 0) && (stat(path, &st) || (dataset_identity(&st, id),
+							       memcmp(id, d->identity, sizeof(id))))) {
+		user_error("%s: the file changed while it was being opened; start again once "
+			   "nothing writes it", path);
+		dataset_free(d);
+		return -1;
+	}
+	return 0;
+}
+
 /* x (n) = raw (n) / 255 as dataset_gather scales (the same floats), where
  * raw is x's last n bytes: a block at a time through a copy, so that the
  * loop is over two arrays that do not overlap (vectorised). */
@@ -193,10 +249,13 @@ static int read_block(const struct dataset *d, long row, long count, float *x, i
 			    row, count, raw, "x", why);
 	if (rc)
 		return -1;
-	rc = d->y_at >= 0
-		? read_at(d, d->y_at + (long long)row * (long long)sizeof(int32_t), y,
-			  (size_t)count * sizeof(int32_t), "y", row, count, why)
-		: read_hdf5(d, d->h5[H5_Y], H5T_NATIVE_INT32, row, count, y, "y", why);
+	if (d->y) /* cache_labels' */
+		memcpy(y, d->y + (row - d->first), (size_t)count * sizeof(int32_t));
+	else
+		rc = d->y_at >= 0
+			? read_at(d, d->y_at + (long long)row * (long long)sizeof(int32_t), y,
+				  (size_t)count * sizeof(int32_t), "y", row, count, why)
+			: read_hdf5(d, d->h5[H5_Y], H5T_NATIVE_INT32, row, count, y, "y", why);
 	if (rc)
 		return -1;
 	if (d->x_bytes == 1)
@@ -252,7 +311,7 @@ long dataset_sample_row(uint64_t seed, long i, long n)
 	return (long)order_row(seed, -1, (uint64_t)i, (uint64_t)n);
 }
 
-#define DIGEST_BLOCK 1024 /* rows read at a time by a full digest */
+#define DIGEST_BYTES ((size_t)16 << 20) /* of rows a full digest reads at a time */
 
 int dataset_digest(const struct dataset *d, uint64_t seed, long count, uint64_t *digest,
 		   char *why)
@@ -261,7 +320,8 @@ int dataset_digest(const struct dataset *d, uint64_t seed, long count, uint64_t 
 	long long layout[7] = {d->n, d->dim, d->shape[0], d->shape[1], d->x_bytes, d->classes,
 			       d->bytes};
 	h = fnv1a64(h, layout, sizeof(layout));
-	long block = count < 0 ? DIGEST_BLOCK : 1;
+	long fit = (long)(DIGEST_BYTES / (sizeof(float) * (size_t)d->dim));
+	long block = count < 0 ? (fit > 1 ? fit : 1) : 1;
 	float *x = xmalloc(sizeof(float) * (size_t)block * (size_t)d->dim);
 	int32_t *y = xmalloc(sizeof(int32_t) * (size_t)block);
 	long n = count < 0 || count > d->n ? d->n : count;

@@ -70,6 +70,7 @@ void loader_set_end(struct loader *l, long end)
 {
 	pthread_mutex_lock(&l->mu);
 	l->end = end;
+	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -130,8 +131,12 @@ static void stage(struct loader *l, long g, struct staged *s)
 	else
 		loader_rows(l->order, l->seed, epoch, lo, s->rows, l->data->n, s->ids);
 	s->bad = dataset_read_rows(l->data, s->ids, s->rows, s->x, s->y, s->why) != 0;
-	if (!s->bad && l->aug)
+	if (s->bad) { /* the step still runs its collectives on it: harmless rows */
+		memset(s->x, 0, sizeof(float) * (size_t)s->rows * (size_t)l->data->dim);
+		memset(s->y, 0, sizeof(int32_t) * (size_t)s->rows);
+	} else if (l->aug) {
 		augment_rows(l->aug, s->x, s->rows, s->ids, l->data->first, l->seed, epoch);
+	}
 }
 
 /* The reader thread: stages batches next, next + 1, ... while their slots

@@ -272,10 +272,10 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 		return 0;
 	t->be->synchronize(t->be); /* pending steps count as training */
 	double t0 = log_now();
+	int eval_failed = 0; /* its rows could not be read (said): stop, once saved */
 	if (eval) {
 		mean_moving_stats(t);
-		if (eval_report(&t->evaluator, &t->model, &t->ema, step, shown, c))
-			return EXIT_USER; /* its rows could not be read: said */
+		eval_failed = eval_report(&t->evaluator, &t->model, &t->ema, step, shown, c) != 0;
 	}
 	double t1 = log_now();
 	if (ckpt && save_checkpoint(t))
@@ -287,7 +287,7 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 		timeline_span("checkpoint", t1, t0 + spent, step);
 	*aside += spent;
 	p->aside += spent;
-	return 0;
+	return eval_failed ? EXIT_USER : 0;
 }
 
 /* A rank's batch of the next step could not be read (a bad row, a file

@@ -88,8 +88,12 @@ static int poke(const char *path, const char *kind, long row, int value)
 	hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
 	int nan_row = !strcmp(kind, "nan");
 	hid_t ds = file < 0 ? -1 : H5Dopen2(file, nan_row ? "x" : "y", H5P_DEFAULT);
-	if (ds < 0)
+	if (ds < 0 || (nan_row && H5Tget_class(H5Dget_type(ds)) != H5T_FLOAT)) {
+		fprintf(stderr, "mkrows: %s: no dataset to poke (poke nan needs float32 x)\n", path);
+		if (file >= 0)
+			H5Fclose(file);
 		return -1;
+	}
 	hid_t fs = H5Dget_space(ds);
 	hsize_t dims[4] = {0};
 	int nd = H5Sget_simple_extent_dims(fs, dims, NULL);
