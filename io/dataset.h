@@ -63,8 +63,9 @@ int dataset_open(struct dataset *d, const char *path, int part, int parts);
  * the rows [begin, begin + rows): from memory when loaded, else read from
  * the file and checked (inputs finite, labels in [0, classes)), the file
  * checked unchanged since it was opened. 0, or -1 with one line in why
- * (DATASET_WHY_LEN bytes) naming the file and the row. Safe on another
- * thread than the one that opened d, one thread per dataset. */
+ * (DATASET_WHY_LEN bytes) naming the file and the row. Safe on any
+ * thread, on several at once (pread; an HDF5 built thread-safe, which
+ * dataset_open requires where it reads through HDF5). */
 int dataset_read_rows(const struct dataset *d, const uint32_t *idx, int rows, float *x,
 		      int32_t *y, char *why);
 int dataset_read_range(const struct dataset *d, long begin, int rows, float *x, int32_t *y,

@@ -9,17 +9,20 @@
 #        products and layer by layer (bench_layers), and both models against
 #        the same model in PyTorch on this machine (jobs/bench_torch.py, when
 #        a python3 here imports torch; that row is skipped otherwise).
-# Builds nothing. Which OpenBLAS kernels ran (OPENBLAS_CORETYPE) is printed.
+#   data: the streamed reader against the previous release's in-memory
+#        loader, built side by side (jobs/bench_data.sh, which says more).
+# Builds nothing but data's baseline. Which OpenBLAS kernels ran
+# (OPENBLAS_CORETYPE) is printed.
 #
 # usage: jobs/bench.sh [BUILD_DIR]      (default ./build, holding mtrain,
 #                                        jobs/bench_sgemm and jobs/bench_layers)
-# environment: BENCH_MODELS ("mlp cnn" by default; or "mlp", or "cnn"),
+# environment: BENCH_MODELS ("mlp cnn data" by default; any of them),
 #   BENCH_STEPS (MLP steps a run, default 1404), BENCH_REPEATS (MLP, default 5),
 #   BENCH_CNN_MODEL (default the CNN below), BENCH_CNN_INPUT_SHAPE (28,28,1),
 #   BENCH_CNN_STEPS (default 60), BENCH_CNN_REPEATS (default 3),
 #   BENCH_TORCH (0: skip PyTorch), PYTHON (the python3 that has torch),
 #   MTRAIN_DATA_DIR (mtrain's data cache, default ./data; imported on first use).
-# About 5 minutes on 2 cores with the defaults.
+# About 8 minutes on 2 cores with the defaults.
 # Exit status 1 when a run fails, its loss is not a finite number, its timing
 # line is missing, or bench_sgemm, bench_layers or bench_torch.py find a wrong
 # answer.
@@ -30,7 +33,7 @@ MTRAIN=$BUILD/mtrain
 SGEMM=$BUILD/jobs/bench_sgemm
 LAYERS=$BUILD/jobs/bench_layers
 TORCH_PEER=$(dirname "$0")/bench_torch.py
-MODELS=${BENCH_MODELS:-mlp cnn}
+MODELS=${BENCH_MODELS:-mlp cnn data}
 CNN_MODEL=${BENCH_CNN_MODEL:-conv2d:32:3,batchnorm,relu,maxpool2d:2,conv2d:64:3,batchnorm,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense}
 CNN_SHAPE=${BENCH_CNN_INPUT_SHAPE:-28,28,1}
 # 60 steps: 55 timed (the first 5 are left out), ~14 s a run on 1 rank.
@@ -53,7 +56,8 @@ export MTRAIN_PROFILE=1
 fail() { echo "bench: FAIL: $*" >&2; exit 1; }
 
 for m in $MODELS; do
-	[ "$m" = mlp ] || [ "$m" = cnn ] || fail "BENCH_MODELS='$MODELS': want mlp, cnn or both"
+	[ "$m" = mlp ] || [ "$m" = cnn ] || [ "$m" = data ] ||
+		fail "BENCH_MODELS='$MODELS': want any of mlp, cnn, data"
 done
 has() { [[ " $MODELS " == *" $1 "* ]]; }
 for p in "$MTRAIN" "$SGEMM" "$LAYERS"; do
@@ -336,3 +340,8 @@ if has cnn; then
 fi
 echo "bench: $(($(date +%s) - START)) s; load average (1 min) $LOAD0 at the start," \
 	"$(cut -d' ' -f1 /proc/loadavg) at the end (this script keeps about 1 to 2 busy)"
+
+if has data; then
+	echo
+	"$(dirname "$0")/bench_data.sh" "$BUILD" || fail "jobs/bench_data.sh failed"
+fi
