@@ -503,10 +503,31 @@ void dataset_row_text(const struct dataset *d, char *buf, size_t len)
 		shape_text(3, row, buf, len);
 }
 
+void dataset_identity(const struct stat *st, long long id[4])
+{
+	id[0] = (long long)st->st_dev;
+	id[1] = (long long)st->st_ino;
+	id[2] = (long long)st->st_size;
+	id[3] = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+}
+
+/* Closes what dataset_open opened: the file, and HDF5's handles of it. */
+static void close_stream(struct dataset *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	for (int i = H5_Y; i >= H5_FILE; i--)
+		if (d->h5[i] > 0)
+			(i == H5_FILE ? H5Fclose : H5Dclose)(d->h5[i]);
+	d->fd = -1;
+	memset(d->h5, 0, sizeof(d->h5));
+	d->streamed = 0;
+}
+
 void dataset_free(struct dataset *d)
 {
 	if (d->streamed)
-		dataset_close_stream(d);
+		close_stream(d);
 	free(d->x8);
 	free(d->xf);
 	free(d->y);

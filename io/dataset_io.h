@@ -3,12 +3,13 @@
 #pragma once
 #include "dataset.h"
 
+/* The HDF5 handles of a streamed dataset read through HDF5 (h5[]). */
+enum { H5_FILE, H5_X, H5_Y };
+
 /* Loads path's rows [part*N/parts, (part+1)*N/parts) in a child
  * (sandbox.h), or with streamed its layout only (what dataset_open then
  * opens). 0, or -1 with a user_error. */
 int dataset_read_file(struct dataset *d, const char *path, int part, int parts, int streamed);
-/* Closes what dataset_open opened. */
-void dataset_close_stream(struct dataset *d);
 /* Value j of row's x as the file indexes it: "x[row, j]", or
  * "x[row, h, w, c]" for images. */
 void dataset_cell_text(const struct dataset *d, long row, int j, char *buf, size_t len);

@@ -23,21 +23,6 @@
 #define CHUNK_CACHE_BYTES ((size_t)64 << 20)
 #define CHUNK_CACHE_SLOTS 12421 /* a prime, about 100 per MiB */
 
-enum { H5_FILE, H5_X, H5_Y };
-
-static long long mtime_ns(const struct stat *st)
-{
-	return (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-}
-
-void dataset_identity(const struct stat *st, long long id[4])
-{
-	id[0] = (long long)st->st_dev;
-	id[1] = (long long)st->st_ino;
-	id[2] = (long long)st->st_size;
-	id[3] = mtime_ns(st);
-}
-
 /* Where x or y is read through HDF5 (chunked, compressed, or of another
  * type than pread can take as it is): the file and both datasets, opened
  * here as well. */
@@ -72,18 +57,6 @@ static int within(const struct dataset *d, const char *name, long long at, doubl
 	return 0;
 }
 
-void dataset_close_stream(struct dataset *d)
-{
-	if (d->fd >= 0)
-		close(d->fd);
-	for (int i = H5_Y; i >= H5_FILE; i--)
-		if (d->h5[i] > 0)
-			(i == H5_FILE ? H5Fclose : H5Dclose)(d->h5[i]);
-	d->fd = -1;
-	memset(d->h5, 0, sizeof(d->h5));
-	d->streamed = 0;
-}
-
 /* The file is as it was opened: the same size and modification time. */
 static int unchanged(const struct dataset *d, char *why)
 {
@@ -92,7 +65,9 @@ static int unchanged(const struct dataset *d, char *why)
 		snprintf(why, DATASET_WHY_LEN, "%s: cannot stat: %s", d->path, strerror(errno));
 		return -1;
 	}
-	if (st.st_size == d->bytes && mtime_ns(&st) == d->mtime_ns)
+	long long id[4];
+	dataset_identity(&st, id);
+	if (id[2] == d->bytes && id[3] == d->mtime_ns)
 		return 0;
 	snprintf(why, DATASET_WHY_LEN, "%s: the file changed while mtrain was reading it (%lld "
 		 "bytes when opened, now %lld%s); a data file must stay as it is during a run",
@@ -187,10 +162,10 @@ int dataset_open(struct dataset *d, const char *path, int part, int parts)
 		dataset_free(d);
 		return -1;
 	}
-	d->bytes = st.st_size;
-	d->mtime_ns = mtime_ns(&st);
 	long long id[4];
 	dataset_identity(&st, id);
+	d->bytes = id[2];
+	d->mtime_ns = id[3];
 	if (memcmp(id, d->identity, sizeof(id))) {
 		user_error("%s: the file changed while it was being opened; start again once "
 			   "nothing writes it", path);

@@ -71,22 +71,18 @@ expect_status() {
 
 # expect_error PATTERN CMD...: CMD exits 2 and says why in exactly one line
 # on stderr, "mtrain: error: ..." holding PATTERN (grep -E).
-expect_error() {
-	local pattern=$1
-	shift
+expect_error() { one_error_line . "$@"; }
+# expect_job_error PATTERN CMD...: the same for a job under mpirun, whose
+# own report of the ranks' exit status follows: exactly one "mtrain: error:"
+# line among stderr's.
+expect_job_error() { one_error_line '^mtrain: error' "$@"; }
+# one_error_line COUNTED PATTERN CMD...: exit 2; of stderr's lines matching
+# COUNTED, exactly one, and it is "mtrain: error: ..." holding PATTERN.
+one_error_line() {
+	local counted=$1 pattern=$2
+	shift 2
 	expect_status 2 "$@"
-	[ "$(grep -c . last.err)" = 1 ] && grep -qE "^mtrain: error: .*$pattern" last.err ||
-		{ cat last.err >&2; fail "want one error line holding '$pattern': $*"; }
-}
-
-# expect_job_error PATTERN CMD...: expect_error for a job under mpirun,
-# whose own report of the ranks' exit status follows: exit 2 and exactly
-# one "mtrain: error: ..." line, holding PATTERN.
-expect_job_error() {
-	local pattern=$1
-	shift
-	expect_status 2 "$@"
-	[ "$(grep -c '^mtrain: error' last.err)" = 1 ] && grep -qE "^mtrain: error: .*$pattern" last.err ||
+	[ "$(grep -c "$counted" last.err)" = 1 ] && grep -qE "^mtrain: error: .*$pattern" last.err ||
 		{ cat last.err >&2; fail "want one error line holding '$pattern': $*"; }
 }
 
