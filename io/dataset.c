@@ -505,10 +505,10 @@ void dataset_row_text(const struct dataset *d, char *buf, size_t len)
 
 void dataset_identity(const struct stat *st, long long id[4])
 {
-	id[0] = (long long)st->st_dev;
-	id[1] = (long long)st->st_ino;
-	id[2] = (long long)st->st_size;
-	id[3] = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+	id[ID_DEV] = (long long)st->st_dev;
+	id[ID_INO] = (long long)st->st_ino;
+	id[ID_SIZE] = (long long)st->st_size;
+	id[ID_MTIME] = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
 }
 
 /* Closes what dataset_open opened: the file, and HDF5's handles of it. */
@@ -540,9 +540,7 @@ static void copy_row(const struct dataset *d, long row, float *x)
 {
 	size_t D = (size_t)d->dim;
 	if (d->x8) {
-		const uint8_t *src = d->x8 + (size_t)row * D;
-		for (size_t j = 0; j < D; j++)
-			x[j] = (float)src[j] * (1.0f / 255.0f);
+		dataset_scale_u8(d->x8 + (size_t)row * D, D, x);
 	} else {
 		memcpy(x, d->xf + (size_t)row * D, D * sizeof(float));
 	}

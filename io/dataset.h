@@ -34,12 +34,11 @@ struct dataset {
 	long long x_at, y_at; /* byte offsets of x (native uint8 or float32) and y
 			       * (native int32) where stored whole and uncompressed,
 			       * read with pread; -1: read through HDF5 (h5) */
-	long long bytes;     /* the file's size when opened */
-	long long mtime_ns;  /* its modification time then */
 	int64_t h5[3];       /* the HDF5 file, x and y (hid_t) where x_at or y_at
 			      * is -1; else 0 */
 	long long identity[4]; /* device, inode, size, mtime (ns) of the file
-				* the child checked: the one opened must be it */
+				* the child checked: the one opened must be it,
+				* and stay so while it is read */
 };
 
 /* A streamed set's labels (4 bytes a row) are held in memory up to this

@@ -6,6 +6,17 @@
 /* The HDF5 handles of a streamed dataset read through HDF5 (h5[]). */
 enum { H5_FILE, H5_X, H5_Y };
 
+/* x (n) = bytes (n) scaled to [0, 1]: how every reader turns uint8 inputs
+ * into floats (loaded or streamed, the same floats). */
+static inline void dataset_scale_u8(const uint8_t *restrict bytes, size_t n, float *restrict x)
+{
+	for (size_t j = 0; j < n; j++)
+		x[j] = (float)bytes[j] * (1.0f / 255.0f);
+}
+
+/* Which of identity[] is which. */
+enum { ID_DEV, ID_INO, ID_SIZE, ID_MTIME };
+
 /* Loads path's rows [part*N/parts, (part+1)*N/parts) in a child
  * (sandbox.h), or with streamed its layout only (what dataset_open then
  * opens). 0, or -1 with a user_error. */

@@ -50,10 +50,10 @@ static int open_hdf5(struct dataset *d)
 /* x or y stored whole lies within the file's bytes. */
 static int within(const struct dataset *d, const char *name, long long at, double len)
 {
-	if (at >= 0 && (double)at + len > (double)d->bytes)
+	if (at >= 0 && (double)at + len > (double)d->identity[ID_SIZE])
 		return user_error("%s: dataset '%s' lies past the end of the file (bytes %lld to "
 				  "%.0f of %lld): truncated or forged", d->path, name, at,
-				  (double)at + len, d->bytes);
+				  (double)at + len, d->identity[ID_SIZE]);
 	return 0;
 }
 
@@ -67,12 +67,12 @@ static int unchanged(const struct dataset *d, char *why)
 	}
 	long long id[4];
 	dataset_identity(&st, id);
-	if (id[2] == d->bytes && id[3] == d->mtime_ns)
+	if (id[ID_SIZE] == d->identity[ID_SIZE] && id[ID_MTIME] == d->identity[ID_MTIME])
 		return 0;
 	snprintf(why, DATASET_WHY_LEN, "%s: the file changed while mtrain was reading it (%lld "
 		 "bytes when opened, now %lld%s); a data file must stay as it is during a run",
-		 d->path, d->bytes, (long long)st.st_size,
-		 st.st_size == d->bytes ? ", and modified" : "");
+		 d->path, d->identity[ID_SIZE], id[ID_SIZE],
+		 id[ID_SIZE] == d->identity[ID_SIZE] ? ", and modified" : "");
 	return -1;
 }
 
@@ -148,6 +148,20 @@ static int cache_labels(struct dataset *d)
 	return 0;
 }
 
+/* Whether st is not the file the child checked (d->identity): then a user
+ * error, and d freed. */
+static int not_checked(struct dataset *d, const struct stat *st)
+{
+	long long id[4];
+	dataset_identity(st, id);
+	if (!memcmp(id, d->identity, sizeof(id)))
+		return 0;
+	user_error("%s: the file changed while it was being opened; start again once nothing "
+		   "writes it", d->path);
+	dataset_free(d);
+	return -1;
+}
+
 int dataset_open(struct dataset *d, const char *path, int part, int parts)
 {
 	if (dataset_read_file(d, path, part, parts, 1))
@@ -162,16 +176,8 @@ int dataset_open(struct dataset *d, const char *path, int part, int parts)
 		dataset_free(d);
 		return -1;
 	}
-	long long id[4];
-	dataset_identity(&st, id);
-	d->bytes = id[2];
-	d->mtime_ns = id[3];
-	if (memcmp(id, d->identity, sizeof(id))) {
-		user_error("%s: the file changed while it was being opened; start again once "
-			   "nothing writes it", path);
-		dataset_free(d);
+	if (not_checked(d, &st))
 		return -1;
-	}
 	double cells = (double)d->n_total * d->dim;
 	if (within(d, "x", d->x_at, cells * d->x_bytes) ||
 	    within(d, "y", d->y_at, (double)d->n_total * sizeof(int32_t)) ||
@@ -182,19 +188,18 @@ int dataset_open(struct dataset *d, const char *path, int part, int parts)
 	if (cache_labels(d))
 		return -1;
 	/* HDF5 opened it by name: the same file still. */
-	if ((d->x_at < 0 || d->y_at < 0) && (stat(path, &st) || (dataset_identity(&st, id),
-							       memcmp(id, d->identity, sizeof(id))))) {
-		user_error("%s: the file changed while it was being opened; start again once "
-			   "nothing writes it", path);
-		dataset_free(d);
-		return -1;
+	if (d->x_at < 0 || d->y_at < 0) {
+		if (stat(path, &st))
+			memset(&st, 0, sizeof(st)); /* gone: not the file checked */
+		if (not_checked(d, &st))
+			return -1;
 	}
 	return 0;
 }
 
-/* x (n) = raw (n) / 255 as dataset_gather scales (the same floats), where
- * raw is x's last n bytes: a block at a time through a copy, so that the
- * loop is over two arrays that do not overlap (vectorised). */
+/* x (n) = raw (n) scaled (dataset_scale_u8), where raw is x's last n bytes:
+ * a block at a time through a copy, so that no block's input and output
+ * overlap. */
 static void scale_bytes(const uint8_t *raw, size_t n, float *x)
 {
 	enum { BLOCK = 4096 };
@@ -202,9 +207,7 @@ static void scale_bytes(const uint8_t *raw, size_t n, float *x)
 	for (size_t at = 0; at < n; at += BLOCK) {
 		size_t len = n - at < BLOCK ? n - at : BLOCK;
 		memcpy(copy, raw + at, len);
-		float *restrict out = x + at;
-		for (size_t j = 0; j < len; j++)
-			out[j] = (float)copy[j] * (1.0f / 255.0f);
+		dataset_scale_u8(copy, len, x + at);
 	}
 }
 
@@ -293,7 +296,7 @@ int dataset_digest(const struct dataset *d, uint64_t seed, long count, uint64_t 
 {
 	uint64_t h = FNV1A64_INIT;
 	long long layout[7] = {d->n, d->dim, d->shape[0], d->shape[1], d->x_bytes, d->classes,
-			       d->bytes};
+			       d->identity[ID_SIZE]};
 	h = fnv1a64(h, layout, sizeof(layout));
 	long fit = (long)(DIGEST_BYTES / (sizeof(float) * (size_t)d->dim));
 	long block = count < 0 ? (fit > 1 ? fit : 1) : 1;
