@@ -106,6 +106,9 @@ struct backend {
 	void (*bn_backward)(const struct backend *be, float *dx, const float *dy, const float *x,
 			    const float *mean, const float *var, const float *gamma,
 			    const float *sums, int rows, int cols, float eps, float inv_n);
+	/* y (n) = a + b, elementwise; y may alias a or b (an add layer, and
+	 * the gradients a layer's input gets from several layers). */
+	void (*add)(const struct backend *be, float *y, const float *a, const float *b, size_t n);
 	/* x (n) *= alpha. */
 	void (*scale)(const struct backend *be, float *x, size_t n, float alpha);
 	/* dbias (O) = sum over rows of dz (R,O). */

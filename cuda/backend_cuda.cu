@@ -171,6 +171,12 @@ static void cu_bn_backward(const struct backend *be, float *dx, const float *dy,
 	cuda_bn_backward(dx, dy, x, mean, var, gamma, sums, rows, cols, eps, inv_n, stream_of(be));
 }
 
+static void cu_add(const struct backend *be, float *y, const float *a, const float *b,
+		   size_t n)
+{
+	cuda_add(y, a, b, n, stream_of(be));
+}
+
 static void cu_scale(const struct backend *be, float *x, size_t n, float alpha)
 {
 	cuda_scale(x, n, alpha, stream_of(be));
@@ -271,6 +277,7 @@ static const struct backend cuda_table = {
 	.bn_forward = cu_bn_forward,
 	.bn_backward_sums = cu_bn_backward_sums,
 	.bn_backward = cu_bn_backward,
+	.add = cu_add,
 	.scale = cu_scale,
 	.bias_grad = cu_bias_grad,
 	.xent = cu_xent,

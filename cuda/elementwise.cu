@@ -232,6 +232,13 @@ __global__ void bn_backward_kernel(float *dx, const float *dy, const float *x, c
 		      inv_n);
 }
 
+__global__ void add_kernel(float *y, const float *a, const float *b, size_t n)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] = a[i] + b[i];
+}
+
 __global__ void scale_kernel(float *x, size_t n, float alpha)
 {
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -260,6 +267,14 @@ void cuda_bn_backward(float *dx, const float *dy, const float *x, const float *m
 		return;
 	bn_backward_kernel<<<blocks_for(n), THREADS, 0, s>>>(dx, dy, x, mean, var, gamma, sums, n,
 							     cols, eps, inv_n);
+	CUDA_CHECK_LAUNCH();
+}
+
+void cuda_add(float *y, const float *a, const float *b, size_t n, cudaStream_t s)
+{
+	if (!n)
+		return;
+	add_kernel<<<blocks_for(n), THREADS, 0, s>>>(y, a, b, n);
 	CUDA_CHECK_LAUNCH();
 }
 

@@ -31,6 +31,7 @@ void cuda_bn_backward_sums(float *sums, const float *dy, const float *x, const f
 void cuda_bn_backward(float *dx, const float *dy, const float *x, const float *mean,
 		      const float *var, const float *gamma, const float *sums, int rows, int cols,
 		      float eps, float inv_n, cudaStream_t s);
+void cuda_add(float *y, const float *a, const float *b, size_t n, cudaStream_t s);
 void cuda_scale(float *x, size_t n, float alpha, cudaStream_t s);
 void cuda_bias_grad(float *dbias, const float *dz, int rows, int cols, cudaStream_t s);
 void cuda_xent(float *dlogits, float *stats, const float *logits, const int32_t *labels,

@@ -94,7 +94,7 @@ static int gemms_init(const struct model *m, int rows, struct gemm *list)
 		}
 		add_gemm(list, &n, mm, nn, k, 0, 0, i, "forward");
 		add_gemm(list, &n, k, nn, mm, 1, 0, i, "weight grad");
-		if (l->needs_dx)
+		if (l->needs_dx[0])
 			add_gemm(list, &n, mm, k, nn, 0, 1, i, "input grad");
 	}
 	return n;
@@ -110,8 +110,9 @@ static void gemms_free(struct gemm *list, int n)
 }
 
 /* One step as model_forward then model_backward make it, each layer timed
- * alone into rep r of t (with the part its matmuls took). The buffers,
- * the dx choice and the order are model.c's, so the gradients match. */
+ * alone into rep r of t (with the part its matmuls took). The buffers and
+ * the walk are model.c's (model_layer_forward, model_layer_backward), so
+ * the gradients match. */
 static void step_layers(struct model *m, int rows, struct times *t, int r)
 {
 	for (int i = 0; i < m->n_layers; i++) {
@@ -126,21 +127,12 @@ static void step_layers(struct model *m, int rows, struct times *t, int r)
 	m->be->xent(m->be, m->dlogits, m->stats, logits, m->y, rows, m->classes, 1.0f / (float)rows);
 	t->loss[r] = bench_now() - t0;
 
-	const float *dy = m->dlogits;
-	int next = 0;
 	for (int i = m->n_layers - 1; i >= 0; i--) {
-		float *dx = model_dx(m, &m->layer[i], dy, &next);
 		g_mm_s = 0;
 		t0 = bench_now();
-		model_layer_backward(m, i, rows, dy, dx, NULL, NULL);
+		model_layer_backward(m, i, rows, NULL, NULL);
 		t->bwd[r][i] = bench_now() - t0;
 		t->mm_bwd[r][i] = g_mm_s;
-		if (!dx) {
-			for (int j = i - 1; j >= 0; j--)
-				t->bwd[r][j] = t->mm_bwd[r][j] = 0;
-			break;
-		}
-		dy = dx;
 	}
 }
 
@@ -276,7 +268,7 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 		mm[k] += median_col(&t->mm_fwd[0][0], reps, stride, i) +
 			 median_col(&t->mm_bwd[0][0], reps, stride, i);
 		if (l->n_vars)
-			fl[k] += layer_flops(l) * rows * (l->needs_dx ? 3 : 2);
+			fl[k] += layer_flops(l) * rows * (l->needs_dx[0] ? 3 : 2);
 	}
 	for (int i = 0; i < n_gemms; i++)
 		sg[m.layer[gemms[i].tag].spec.kind] += median_col(&t->gemm[0][0], reps, MAX_GEMMS, i);

@@ -87,7 +87,7 @@ profile() {
 	timeout 900 "$MPIRUN" --oversubscribe -np "$n" "$MTRAIN" "${COMMON[@]}" --steps "$steps" \
 		--ckpt-dir "ck-$name-$n" "$@" >"$log" 2>&1 || { cat "$log" >&2; fail "$name on $n rank(s)"; }
 	rm -rf "ck-$name-$n"
-	awk -v name="$name" '/ parameters;/ { for (i = 1; i <= NF; i++) if ($(i + 1) == "parameters;") p = $i; gsub(",", "", p) }
+	awk -v name="$name" '/ parameters, / { for (i = 1; i <= NF; i++) if ($(i + 1) == "parameters,") p = $i; gsub(",", "", p) }
 		$1 == "timing" { for (i = 3; i < NF; i += 2) v[$i] = $(i + 1)
 			print name, p, v["data"], v["forward"], v["backward"], v["allreduce"], v["optimizer"], v["ema"], v["total"] }' "$log"
 }

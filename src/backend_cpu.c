@@ -198,6 +198,13 @@ static void cpu_bn_backward(const struct backend *be, float *dx, const float *dy
 	}
 }
 
+static void cpu_add(const struct backend *be, float *y, const float *a, const float *b,
+		    size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = a[i] + b[i];
+}
+
 static void cpu_scale(const struct backend *be, float *x, size_t n, float alpha)
 {
 	for (size_t i = 0; i < n; i++)
@@ -344,6 +351,7 @@ const struct backend *backend_cpu(void)
 		.bn_forward = cpu_bn_forward,
 		.bn_backward_sums = cpu_bn_backward_sums,
 		.bn_backward = cpu_bn_backward,
+		.add = cpu_add,
 		.scale = cpu_scale,
 		.xent = cpu_xent,
 		.optim_update = cpu_optim_update,

@@ -273,36 +273,64 @@ void config_defaults(struct config *cfg)
 				   __FILE__, __LINE__);
 }
 
+/* The next line of *p (advancing it, counting *lineno) into buf, its
+ * comment cut off and its blanks trimmed: 0, or -1 with a user_error when
+ * it does not fit. */
+static int config_line(const char **p, char *buf, size_t len, int *lineno, const char *where)
+{
+	++*lineno;
+	size_t n = strcspn(*p, "\n");
+	if (n >= len)
+		return user_error("%s:%d: line too long", where, *lineno);
+	memcpy(buf, *p, n);
+	buf[n] = 0;
+	*p += n + ((*p)[n] == '\n');
+	/* A comment starts a line or follows a blank: "run#2.h5" is a value. */
+	for (char *h = strchr(buf, '#'); h; h = strchr(h + 1, '#'))
+		if (h == buf || isspace((unsigned char)h[-1])) {
+			*h = 0;
+			break;
+		}
+	char *s = buf;
+	while (isspace((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n && isspace((unsigned char)s[n - 1]))
+		s[--n] = 0;
+	memmove(buf, s, n + 1);
+	return 0;
+}
+
 int config_parse_text(struct config *cfg, const char *text, const char *where)
 {
 	int lineno = 0, set_at[N_OPTIONS] = {0}; /* the line that set each option */
 	const char *p = text;
 	while (*p) {
-		lineno++;
-		size_t len = strcspn(p, "\n");
-		char line[PATH_LEN + 128];
-		if (len >= sizeof(line))
-			return user_error("%s:%d: line too long", where, lineno);
-		memcpy(line, p, len);
-		line[len] = 0;
-		p += len + (p[len] == '\n');
-		/* A comment starts a line or follows a blank: "run#2.h5" is a value. */
-		for (char *h = strchr(line, '#'); h; h = strchr(h + 1, '#'))
-			if (h == line || isspace((unsigned char)h[-1])) {
-				*h = 0;
-				break;
-			}
+		char line[4 * PATH_LEN], more[PATH_LEN + 128];
+		if (config_line(&p, line, sizeof(line), &lineno, where))
+			return -1;
 		char *s = line;
-		while (isspace((unsigned char)*s))
-			s++;
 		size_t n = strlen(s);
-		while (n && isspace((unsigned char)s[n - 1]))
-			s[--n] = 0;
 		if (!*s)
 			continue;
+		int first = lineno; /* errors name the line the key is on */
+		/* A value that ends in ',', '(', '[' or '|' (a model spread over
+		 * lines) goes on on the next line that is not blank. */
+		while (strchr(",([|", s[n - 1]) && *p) {
+			if (config_line(&p, more, sizeof(more), &lineno, where))
+				return -1;
+			if (!*more)
+				continue;
+			if (n + 1 + strlen(more) >= sizeof(line))
+				return user_error("%s:%d: the value begun at line %d is too long", where,
+						  lineno, first);
+			s[n++] = ' ';
+			strcpy(s + n, more);
+			n += strlen(more);
+		}
 		char *eq = strchr(s, '=');
 		if (!eq)
-			return user_error("%s:%d: expected 'key = value', got '%s'", where, lineno, s);
+			return user_error("%s:%d: expected 'key = value', got '%s'", where, first, s);
 		*eq = 0;
 		char *key = s, *val = eq + 1;
 		for (n = strlen(key); n && isspace((unsigned char)key[n - 1]);)
@@ -313,7 +341,7 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 			if (*k == '_')
 				*k = '-';
 		char loc[PATH_LEN + 128];
-		snprintf(loc, sizeof(loc), "%s:%d: ", where, lineno);
+		snprintf(loc, sizeof(loc), "%s:%d: ", where, first);
 		const struct option_def *o = config_find_option(key);
 		if (o && !strcmp(key, "config"))
 			return user_error("%sa config file cannot name another (config = ...)", loc);
@@ -322,8 +350,8 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 		if (set_at[o - options])
 			return user_error("%s'%s' is already set at line %d", loc, o->name,
 					  set_at[o - options]);
-		set_at[o - options] = lineno;
-		snprintf(loc, sizeof(loc), "%s:%d: %.64s", where, lineno, o->name);
+		set_at[o - options] = first;
+		snprintf(loc, sizeof(loc), "%s:%d: %.64s", where, first, o->name);
 		if (set_option(cfg, o, val, loc))
 			return -1;
 	}

@@ -1,7 +1,9 @@
 /* The model description of layer_spec.h. */
 #include "layer_spec.h"
+#include "check.h"
 #include "log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -94,40 +96,216 @@ static int parse_one(char *text, struct layer_spec *s, const char **why)
 	}
 }
 
+/* The description being parsed: layers go to spec[0..n), each taking the
+ * output of layer cur (-1: the model's input) unless it is an add. */
+struct parser {
+	const char *desc, *what;
+	const char *p;          /* the next character */
+	struct layer_spec *spec;
+	int max, n, cur;
+	int layer;              /* layers written so far (their position) */
+	int depth;              /* nested groups and blocks */
+};
+
+static int at(const struct parser *ps, const char *p) { return (int)(p - ps->desc) + 1; }
+
+static void skip_space(struct parser *ps)
+{
+	while (isspace((unsigned char)*ps->p))
+		ps->p++;
+}
+
+/* Appends s taking input ps->cur (or, for an add, from[] set by the
+ * caller): 0, or -1 with a user_error when the model is full. */
+static int emit(struct parser *ps, struct layer_spec s, const char *where)
+{
+	if (ps->n == ps->max)
+		return user_error("%s: character %d: more than %d layers (repetitions counted)",
+				  ps->what, at(ps, where), ps->max);
+	if (s.kind != LAYER_ADD)
+		s.from[0] = ps->n - ps->cur, s.from[1] = 0;
+	s.at = at(ps, where);
+	ps->spec[ps->n] = s;
+	ps->cur = ps->n++;
+	return 0;
+}
+
+/* One layer's text, up to the next ',', '|', ']', ')' or space. */
+static int parse_layer(struct parser *ps)
+{
+	const char *start = ps->p;
+	size_t len = strcspn(start, ",|])([* \t\r\n\f\v");
+	char text[64];
+	const char *why = NULL;
+	struct layer_spec s;
+	ps->layer++;
+	if (!len)
+		why = "a layer (an empty one, or a stray comma)";
+	else if (len >= sizeof(text))
+		why = "a layer of fewer than 64 characters";
+	if (!why) {
+		memcpy(text, start, len);
+		text[len] = 0;
+		if (!parse_one(text, &s, &why)) /* an add is written as a block */
+			why = s.kind == LAYER_ADD ? layer_usage[LAYER_ADD] : NULL;
+	}
+	if (why)
+		return user_error("%s: layer %d '%.*s' (character %d): expected %s", ps->what,
+				  ps->layer, (int)(len < 40 ? len : 40), start, at(ps, start), why);
+	ps->p += len;
+	return emit(ps, s, start);
+}
+
+static int parse_seq(struct parser *ps);
+
+/* What closes the group or block opened at open ('(' or '['), or -1 with a
+ * user_error. */
+static int expect_close(struct parser *ps, const char *open, char close)
+{
+	skip_space(ps);
+	if (*ps->p == close) {
+		ps->p++;
+		return 0;
+	}
+	if (!*ps->p)
+		return user_error("%s: the '%c' at character %d is never closed (expected '%c')",
+				  ps->what, *open, at(ps, open), close);
+	return user_error("%s: character %d: expected '%c' to close the '%c' at character %d, "
+			  "got '%c'", ps->what, at(ps, ps->p), close, *open, at(ps, open), *ps->p);
+}
+
+/* [MAIN] or [MAIN|SHORTCUT] at ps->p: the layers of MAIN, those of
+ * SHORTCUT, then the add. */
+static int parse_block(struct parser *ps)
+{
+	const char *open = ps->p++;
+	int x = ps->cur, n0 = ps->n;
+	skip_space(ps);
+	if (*ps->p == ']' || *ps->p == '|')
+		return user_error("%s: the block at character %d has no layers on its main path",
+				  ps->what, at(ps, open));
+	if (parse_seq(ps))
+		return -1;
+	int main_last = ps->cur, other = x, n1 = ps->n;
+	skip_space(ps);
+	if (*ps->p == '|') {
+		const char *bar = ps->p++;
+		ps->cur = x;
+		skip_space(ps);
+		if (*ps->p == ']')
+			return user_error("%s: the block at character %d has an empty shortcut after "
+					  "the '|' at character %d (write [MAIN] for x + MAIN(x))",
+					  ps->what, at(ps, open), at(ps, bar));
+		if (parse_seq(ps))
+			return -1;
+		other = ps->cur;
+	}
+	if (expect_close(ps, open, ']'))
+		return -1;
+	struct layer_spec add = {.kind = LAYER_ADD, .units = n1 - n0, .size = ps->n - n1};
+	add.from[0] = ps->n - main_last;
+	add.from[1] = ps->n - other;
+	return emit(ps, add, open);
+}
+
+/* One item: a layer, a block, (SEQ), or N*ITEM. */
+static int parse_item(struct parser *ps)
+{
+	skip_space(ps);
+	const char *start = ps->p;
+	if (isdigit((unsigned char)*start)) {
+		char *end;
+		errno = 0;
+		long times = strtol(start, &end, 10);
+		const char *star = end;
+		while (isspace((unsigned char)*star))
+			star++;
+		if (*star == '*') {
+			if (errno || times < 1 || times > LAYER_REPEAT_MAX)
+				return user_error("%s: character %d: a repetition of %.*s (expected 1 to "
+						  "%d times)", ps->what, at(ps, start), (int)(end - start),
+						  start, LAYER_REPEAT_MAX);
+			ps->p = star + 1;
+			skip_space(ps);
+			if (*ps->p != '(' && *ps->p != '[')
+				return user_error("%s: character %d: expected '(' or '[' after %ld*",
+						  ps->what, at(ps, ps->p), times);
+			const char *body = ps->p;
+			int layer = ps->layer;
+			for (long k = 0; k < times; k++) {
+				ps->p = body;
+				ps->layer = layer; /* each copy's layers counted as written */
+				if (parse_item(ps))
+					return -1;
+			}
+			return 0;
+		}
+	}
+	if (*start == '[') {
+		if (++ps->depth > 64)
+			return user_error("%s: character %d: blocks nested more than 64 deep",
+					  ps->what, at(ps, start));
+		int rc = parse_block(ps);
+		ps->depth--;
+		return rc;
+	}
+	if (*start == '(') {
+		ps->p++;
+		if (++ps->depth > 64)
+			return user_error("%s: character %d: groups nested more than 64 deep",
+					  ps->what, at(ps, start));
+		int n0 = ps->n;
+		if (parse_seq(ps) || expect_close(ps, start, ')'))
+			return -1;
+		ps->depth--;
+		if (ps->n == n0)
+			return user_error("%s: the group at character %d is empty", ps->what,
+					  at(ps, start));
+		return 0;
+	}
+	if ((*start == ']' || *start == ')' || *start == '|') && !ps->depth)
+		return user_error("%s: character %d: '%c' with nothing open before it%s", ps->what,
+				  at(ps, start), *start,
+				  ps->depth ? "" : " (an unbalanced bracket)");
+	return parse_layer(ps);
+}
+
+/* ITEM (',' ITEM)*: stops before '|', ']', ')' or the end. */
+static int parse_seq(struct parser *ps)
+{
+	for (;;) {
+		if (parse_item(ps))
+			return -1;
+		skip_space(ps);
+		if (!*ps->p || strchr("|])", *ps->p))
+			return 0;
+		if (*ps->p != ',')
+			return user_error("%s: character %d: expected ',' before '%c'", ps->what,
+					  at(ps, ps->p), *ps->p);
+		ps->p++;
+	}
+}
+
 int layer_spec_parse(const char *desc, const char *what, struct layer_spec *spec, int max,
 		     int *n)
 {
+	struct parser ps = {.desc = desc, .what = what, .p = desc, .spec = spec, .max = max,
+			    .cur = -1};
 	*n = 0;
-	const char *p = desc;
-	for (int i = 1;; i++) {
-		size_t len = strcspn(p, ",");
-		char text[64];
-		const char *why = NULL;
-		if (!len)
-			why = "a layer (an empty one, or a stray comma)";
-		else if (len >= sizeof(text))
-			why = "a layer of fewer than 64 characters";
-		else if (*n == max)
-			return user_error("%s: layer %d: more than %d layers", what, i, max);
-		if (!why) {
-			memcpy(text, p, len);
-			text[len] = 0;
-			if (!parse_one(text, &spec[*n], &why)) {
-				(*n)++;
-				why = NULL;
-			}
-		}
-		if (why) {
-			char shown[64];
-			snprintf(shown, sizeof(shown), "%.*s", (int)(len < 40 ? len : 40), p);
-			return user_error("%s: layer %d '%s' (character %d): expected %s", what, i,
-					  shown, (int)(p - desc) + 1, why);
-		}
-		if (!p[len])
-			break;
-		p += len + 1;
-	}
+	if (parse_seq(&ps))
+		return -1;
+	skip_space(&ps);
+	if (*ps.p)
+		return user_error("%s: character %d: '%c' with nothing open before it (an "
+				  "unbalanced bracket)", what, at(&ps, ps.p), *ps.p);
+	*n = ps.n;
 	return 0;
+}
+
+int layer_spec_src(const struct layer_spec *spec, int i, int k)
+{
+	int back = spec[i].from[k];
+	return i - (back > 0 ? back : 1);
 }
 
 int layer_spec_mlp(const int *hidden, int n_hidden, enum act_kind act, struct layer_spec *spec,
@@ -144,13 +322,38 @@ int layer_spec_mlp(const int *hidden, int n_hidden, enum act_kind act, struct la
 
 const char *layer_spec_text(const struct layer_spec *spec, int n, char *buf, size_t len)
 {
+	/* Where each block opens ('[' before its first layer) and where its
+	 * shortcut starts ('|'); its add closes it (']'). */
+	unsigned char *opens = calloc((size_t)n + 1, 1), *bar = calloc((size_t)n + 1, 1);
+	ALLOC_CHECK(opens && bar);
+	for (int k = 0; k < n; k++)
+		if (spec[k].kind == LAYER_ADD) {
+			opens[k - spec[k].units - spec[k].size]++;
+			if (spec[k].size)
+				bar[k - spec[k].size] = 1;
+		}
 	size_t used = 0;
+	int first = 1; /* nothing written at this level yet: no comma */
 	buf[0] = 0;
 	for (int i = 0; i < n && used < len; i++) {
 		const struct layer_spec *s = &spec[i];
-		const char *sep = i ? "," : "";
+		const char *sep = first ? "" : ",";
 		const char *name = layer_names[s->kind];
-		int w;
+		int w = 0;
+		if (bar[i]) {
+			w = snprintf(buf + used, len - used, "|");
+			sep = "";
+		} else if (opens[i]) {
+			w = snprintf(buf + used, len - used, "%s", sep);
+			for (int k = 0; k < opens[i] && w >= 0 && used + (size_t)w + 1 < len; k++)
+				buf[used + (size_t)w++] = '[';
+			buf[used + (size_t)(w > 0 ? w : 0)] = 0;
+			sep = "";
+		}
+		used += w > 0 ? (size_t)w : 0;
+		if (used >= len)
+			break;
+		first = 0;
 		switch (s->kind) {
 		case LAYER_DENSE:
 			w = s->units ? snprintf(buf + used, len - used, "%s%s:%d", sep, name, s->units)
@@ -167,10 +370,13 @@ const char *layer_spec_text(const struct layer_spec *spec, int n, char *buf, siz
 		case LAYER_DROPOUT:
 			w = snprintf(buf + used, len - used, "%s%s:%g", sep, name, (double)s->rate);
 			break;
+		case LAYER_ADD: w = snprintf(buf + used, len - used, "]"); break;
 		default: w = snprintf(buf + used, len - used, "%s%s", sep, name); break;
 		}
 		used += w > 0 ? (size_t)w : 0;
 	}
+	free(opens);
+	free(bar);
 	return buf;
 }
 

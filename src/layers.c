@@ -155,6 +155,15 @@ static void dropout_backward(struct layer *l, const struct layer_ctx *c, const f
 
 static double no_flops(const struct layer *l) { return 0.0; }
 
+/* add: y = x + x2, two outputs of the same shape (the model checks); its
+ * gradient is dy for each, which the model passes on. */
+static void add_forward(struct layer *l, const struct layer_ctx *c)
+{
+	c->be->add(c->be, l->y, c->x, c->x2, (size_t)c->rows * l->out_size);
+}
+
+static double add_flops(const struct layer *l) { return (double)l->out_size; }
+
 /* The window of a kernel or pool of kh x kw and strides s over l->in, with
  * TF's padding: 'same' gives ceil(in / s) positions, padded evenly with the
  * odd one after; 'valid' only whole windows. 0, or -1 when the input is
@@ -296,9 +305,12 @@ static const struct layer_ops table[] = {
 	[LAYER_AVGPOOL2D] = POOL_ENTRY,
 	[LAYER_GLOBALAVGPOOL] = POOL_ENTRY,
 	[LAYER_FLATTEN] = {.shape = flatten_shape, .backward = flatten_backward, .flops = no_flops,
-			   .in_place = 1, .alias = 1},
+			   .in_place = 1, .alias = 1, .no_x_back = 1},
 	[LAYER_DROPOUT] = {.shape = same_shape, .forward = dropout_forward,
-			   .backward = dropout_backward, .flops = no_flops, .in_place = 1},
+			   .backward = dropout_backward, .flops = no_flops, .in_place = 1,
+			   .no_x_back = 1},
+	[LAYER_ADD] = {.shape = same_shape, .forward = add_forward, .flops = add_flops,
+		       .in_place = 1, .no_x_back = 1, .merge = 1},
 	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = layer_bn_shape,
 			     .vars = layer_bn_vars, .init = layer_bn_init,
 			     .forward = layer_bn_forward, .backward = layer_bn_backward,
@@ -316,7 +328,7 @@ _Static_assert(sizeof(table) / sizeof(*table) == LAYER_KIND_COUNT, "an entry per
 int layer_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	const struct layer_ops *o = &table[l->spec.kind];
-	if (!o->shape || !(o->forward || o->alias) || !o->backward || !o->flops) {
+	if (!o->shape || !(o->forward || o->alias) || !(o->backward || o->merge) || !o->flops) {
 		char what[96];
 		snprintf(what, sizeof(what), "no entry for %s in the table", layer_names[l->spec.kind]);
 		check_fail("layers", "layer_shape", what, __FILE__, __LINE__);
@@ -367,5 +379,9 @@ void layer_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
 }
 
 int layer_in_place(const struct layer *l) { return table[l->spec.kind].in_place; }
+
+int layer_reads_x_back(const struct layer *l) { return !table[l->spec.kind].no_x_back; }
+
+int layer_is_merge(const struct layer *l) { return table[l->spec.kind].merge; }
 
 double layer_flops(const struct layer *l) { return table[l->spec.kind].flops(l); }

@@ -36,9 +36,20 @@ struct layer {
 				   * applies in its own pass, for the layer after
 				   * it (layer_fuses), or -1 */
 	int fused;                /* an activation the layer before applies */
-	int needs_dx;             /* a layer before it has variables */
+	int src[2];               /* the layers whose outputs it takes (-1: the
+				   * model's input); src[1]: an add's second, else -1 */
+	int n_src;                /* 1, or 2 for an add */
+	int needs_dx[2];          /* its backward gives the gradient of input k: a
+				   * layer on that path has variables */
+	int accumulate[2];        /* that gradient adds to what a later layer gave
+				   * (the input feeds several layers) */
+	int backward;             /* its backward runs: it or a layer it takes
+				   * input from (at any distance) has variables */
 	float *y;                 /* (R, out_size) its output; the input's for an
 				   * alias kind (layer_is_alias: flatten) */
+	float *dy;                /* (R, out_size) the gradient of its output,
+				   * when backward is set (the model's plan may
+				   * give layers one buffer where that is safe) */
 	struct window win;        /* conv2d's and the pools' window over the input */
 	size_t cols_size;         /* conv2d: im2col floats per row (the model's
 				   * shared cols holds the largest) */
@@ -57,6 +68,7 @@ struct layer_ctx {
 	int training;             /* 1: dropout on, batchnorm on the batch's
 				   * statistics; 0: evaluating */
 	const float *x;           /* (R, in_size) its input */
+	const float *x2;          /* (R, in_size) an add's second input, else NULL */
 	float *act_y;             /* (R, out_size) where the activation it applies
 				   * (layer.act) writes: the next layer's y; else NULL */
 	float *w[4];              /* its variables in the model's w, layer.var's
@@ -108,6 +120,12 @@ void layer_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
 void layer_update_state(struct layer *l, const struct layer_ctx *c);
 /* Whether the kind can write dx over dy. */
 int layer_in_place(const struct layer *l);
+/* Whether its backward reads its input (c->x): the input must be kept
+ * until then. */
+int layer_reads_x_back(const struct layer *l);
+/* Whether the kind merges inputs (add): its backward gives dy itself to
+ * each input, which the model does (layer_backward is not called). */
+int layer_is_merge(const struct layer *l);
 /* Forward FLOPs for one row (multiply-adds count 2). */
 double layer_flops(const struct layer *l);
 /* Whether the variable called name is a non-trainable one by its canonical

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "rng.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -44,6 +45,251 @@ int model_input_shape(const struct config *cfg, const char *path, const int data
 	return 0;
 }
 
+/* "28x28x16" of shape in buf. */
+static const char *hwc_text(const int *shape, char *buf, size_t len)
+{
+	snprintf(buf, len, "%dx%dx%d", shape[0], shape[1], shape[2]);
+	return buf;
+}
+
+/* Each layer's inputs, shapes and activation fusion, in list order. 0, or
+ * -1 with a user_error. */
+static int plan_shapes(struct model *m, const struct layer_spec *spec, int n, int classes)
+{
+	for (int i = 0; i < n; i++) {
+		struct layer *l = &m->layer[i];
+		char why[160];
+		l->spec = spec[i];
+		l->n_src = layer_is_merge(l) ? 2 : 1;
+		for (int k = 0; k < 2; k++)
+			l->src[k] = k < l->n_src ? layer_spec_src(spec, i, k) : -1;
+		if (l->src[0] < -1 || l->src[1] < -1) /* a distance past the input */
+			check_fail("model", "model_plan", "a layer's input before the model's",
+				   __FILE__, __LINE__);
+		const int *shape = l->src[0] < 0 ? m->in : m->layer[l->src[0]].out;
+		memcpy(l->in, shape, sizeof(l->in));
+		if (l->n_src == 2) {
+			const int *other = l->src[1] < 0 ? m->in : m->layer[l->src[1]].out;
+			char a[48], b[48];
+			if (memcmp(other, shape, sizeof(l->in)))
+				return user_error("--model: the block at character %d adds its main path's "
+						  "%s to its %s's %s: an add needs one shape (a "
+						  "projection shortcut changes it, e.g. "
+						  "[MAIN|conv2d:%d:1:2,batchnorm])", spec[i].at,
+						  hwc_text(shape, a, sizeof(a)),
+						  spec[i].size ? "shortcut" : "input",
+						  hwc_text(other, b, sizeof(b)), shape[2]);
+		}
+		if (layer_shape(l, classes, why, sizeof(why)))
+			return user_error("--model: layer %d (%s%s%d): %s", i + 1,
+					  layer_names[spec[i].kind],
+					  spec[i].at ? ", written at character " : "", spec[i].at, why);
+		/* An activation the layer before can apply in its own pass
+		 * (the table's fuses_act column) is applied there. */
+		l->act = -1;
+		l->fused = i > 0 && l->src[0] == i - 1 && layer_fuses(&m->layer[i - 1], l);
+		if (l->fused)
+			m->layer[i - 1].act = layer_spec_act(&l->spec);
+		if (l->out_size > m->max_width)
+			m->max_width = l->out_size;
+		if (l->cols_size > m->max_cols)
+			m->max_cols = l->cols_size;
+	}
+	const struct layer *last = &m->layer[n - 1];
+	if (last->out_size != (size_t)classes)
+		return user_error("--model: the last layer (%d, %s) gives %zu values per row; the "
+				  "data has %d classes (end with dense)", n,
+				  layer_names[last->spec.kind], last->out_size, classes);
+	return 0;
+}
+
+/* The registry: Keras' per-kind counters in list order (dense, dense_1,
+ * conv2d, ...), the trainable variables first, then the non-trainable
+ * ones (params.h). */
+static void plan_vars(struct model *m, int n)
+{
+	const char *names[MODEL_MAX_LAYERS];
+	char var_names[MODEL_MAX_LAYERS][PARAM_NAME_LEN]; /* 48 KiB */
+	int counts[MODEL_MAX_LAYERS] = {0}, kinds = 0;
+	for (int i = 0; i < n; i++) {
+		struct layer *l = &m->layer[i];
+		const char *keras = layer_keras_name(l);
+		var_names[i][0] = 0;
+		if (!keras)
+			continue;
+		int k = 0;
+		while (k < kinds && strcmp(names[k], keras))
+			k++;
+		if (k == kinds)
+			names[kinds++] = keras;
+		params_layer_name(keras, counts[k]++, var_names[i], sizeof(var_names[i]));
+		layer_add_vars(l, &m->reg, var_names[i], 1);
+	}
+	for (int i = 0; i < n; i++)
+		if (var_names[i][0])
+			layer_add_vars(&m->layer[i], &m->reg, var_names[i], 0);
+}
+
+/* The backward walk: which layers run it, which inputs get a gradient,
+ * and which of those add to one a later layer (in list order) gave. */
+static void plan_grads(struct model *m, int n)
+{
+	int first[MODEL_MAX_LAYERS]; /* the last layer to take i's output, whose
+				      * backward gives i's gradient first */
+	for (int i = 0; i < n; i++)
+		first[i] = -1;
+	for (int i = 0; i < n; i++) {
+		struct layer *l = &m->layer[i];
+		l->backward = l->n_vars > 0;
+		for (int k = 0; k < l->n_src; k++) {
+			int s = l->src[k];
+			l->needs_dx[k] = s >= 0 && m->layer[s].backward;
+			l->backward |= l->needs_dx[k];
+		}
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		struct layer *l = &m->layer[i];
+		for (int k = 0; k < l->n_src; k++)
+			if (l->needs_dx[k]) {
+				int s = l->src[k];
+				l->accumulate[k] = first[s] >= 0;
+				if (first[s] < 0)
+					first[s] = i;
+			}
+	}
+}
+
+/* One buffer of the arena: its floats per row and the steps of the walk
+ * from its first write to its last read (forward of layer i is step i,
+ * the loss step n - 1, backward of layer i step 2n - 1 - i). */
+struct span {
+	size_t size, at;
+	int from, to;
+};
+
+static void span_use(struct span *sp, int step)
+{
+	if (step < sp->from)
+		sp->from = step;
+	if (step > sp->to)
+		sp->to = step;
+}
+
+/* Places spans[0..k) in one arena, biggest first, each at the lowest
+ * offset no span overlapping it in time holds: its floats per row. */
+static size_t place_spans(struct span *sp, int k)
+{
+	int *order = xmalloc(sizeof(int) * (size_t)(k ? k : 1));
+	for (int i = 0; i < k; i++) {
+		int j = i;
+		while (j > 0 && sp[order[j - 1]].size < sp[i].size) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	size_t total = 0;
+	for (int a = 0; a < k; a++) {
+		struct span *s = &sp[order[a]];
+		size_t at = 0;
+		for (int moved = 1; moved;) {
+			moved = 0;
+			for (int b = 0; b < a; b++) {
+				const struct span *o = &sp[order[b]];
+				if (o->to < s->from || s->to < o->from)
+					continue; /* never alive together */
+				if (at < o->at + o->size && o->at < at + s->size) {
+					at = o->at + o->size;
+					moved = 1;
+				}
+			}
+		}
+		s->at = at;
+		if (at + s->size > total)
+			total = at + s->size;
+	}
+	free(order);
+	return total;
+}
+
+/* The arena's plan: every output that is not its input's (an alias) and
+ * every gradient a layer's backward reads get a span; a layer that alone
+ * gives its input's gradient, and can write it over its own (in place),
+ * shares its span with that gradient. */
+static void plan_arena(struct model *m, int n)
+{
+	int *ystore = xmalloc(sizeof(int) * (size_t)n), *dstore = xmalloc(sizeof(int) * (size_t)n);
+	struct span *sp = xcalloc(2 * (size_t)n, sizeof(*sp));
+	int k = 0, back0 = 2 * n - 1; /* backward of layer i: back0 - i */
+	size_t align = 16;            /* floats: 64-byte rows of each buffer */
+	m->unplanned_per_row = 0;
+	for (int i = 0; i < n; i++) {
+		struct layer *l = &m->layer[i];
+		if (layer_is_alias(l)) {
+			ystore[i] = l->src[0] < 0 ? -1 : ystore[l->src[0]];
+		} else {
+			ystore[i] = k;
+			sp[k] = (struct span){(l->out_size + align - 1) / align * align, 0,
+					      l->fused ? i - 1 : i, i};
+			m->unplanned_per_row += sp[k++].size;
+		}
+	}
+	/* Reads of each output: its consumers' forward, and their backward
+	 * where it reads its input; the loss reads the last. */
+	for (int c = 0; c < n; c++) {
+		const struct layer *l = &m->layer[c];
+		for (int q = 0; q < l->n_src; q++) {
+			int s = l->src[q];
+			if (s < 0 || ystore[s] < 0)
+				continue;
+			span_use(&sp[ystore[s]], c);
+			if (l->backward && layer_reads_x_back(l))
+				span_use(&sp[ystore[s]], back0 - c);
+		}
+	}
+	if (ystore[n - 1] >= 0)
+		span_use(&sp[ystore[n - 1]], n - 1);
+	/* Gradients, last layer first: the loss writes the last one's. */
+	/* users: the layers that give s a gradient; only: the last of them
+	 * (the one, when there is one), only_k: which of its inputs s is */
+	int users[MODEL_MAX_LAYERS] = {0}, only[MODEL_MAX_LAYERS], only_k[MODEL_MAX_LAYERS];
+	for (int c = 0; c < n; c++)
+		for (int q = 0; q < m->layer[c].n_src; q++)
+			if (m->layer[c].needs_dx[q]) {
+				int s = m->layer[c].src[q];
+				users[s]++;
+				only[s] = c;
+				only_k[s] = q;
+			}
+	for (int s = n - 1; s >= 0; s--) {
+		const struct layer *l = &m->layer[s];
+		dstore[s] = -1;
+		if (s < n - 1 && !l->backward)
+			continue;
+		int c = users[s] == 1 ? only[s] : -1;
+		const struct layer *u = c >= 0 ? &m->layer[c] : NULL;
+		if (u && dstore[c] >= 0 && (layer_is_alias(u) || (layer_in_place(u) &&
+					     (!layer_is_merge(u) || only_k[s] == 0)))) {
+			dstore[s] = dstore[c]; /* written over the gradient it came from */
+			span_use(&sp[dstore[s]], back0 - s);
+			continue;
+		}
+		dstore[s] = k;
+		/* written first by the last layer to take it (only[s]) */
+		int from = s == n - 1 ? n - 1 : back0 - only[s];
+		sp[k] = (struct span){(l->out_size + align - 1) / align * align, 0, from, back0 - s};
+		m->unplanned_per_row += sp[k++].size;
+	}
+	m->arena_per_row = place_spans(sp, k);
+	for (int i = 0; i < n; i++) {
+		m->y_at[i] = ystore[i] >= 0 ? sp[ystore[i]].at : MODEL_NO_BUFFER;
+		m->dy_at[i] = dstore[i] >= 0 ? sp[dstore[i]].at : MODEL_NO_BUFFER;
+	}
+	free(ystore);
+	free(dstore);
+	free(sp);
+}
+
 int model_plan(struct model *m, const struct layer_spec *spec, int n, const int in[3],
 	       int classes, uint64_t seed)
 {
@@ -55,53 +301,11 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
 	m->n_layers = n;
 	m->max_width = (size_t)m->in_dim > (size_t)classes ? (size_t)m->in_dim : (size_t)classes;
 	params_init(&m->reg);
-	/* Keras' per-kind counters: dense, dense_1, conv2d, conv2d_1, ... */
-	const char *names[MODEL_MAX_LAYERS];
-	char var_names[MODEL_MAX_LAYERS][PARAM_NAME_LEN];
-	int counts[MODEL_MAX_LAYERS] = {0}, kinds = 0, has_vars = 0;
-	const int *shape = in;
-	for (int i = 0; i < n; i++) {
-		struct layer *l = &m->layer[i];
-		char why[160];
-		var_names[i][0] = 0;
-		l->spec = spec[i];
-		memcpy(l->in, shape, sizeof(l->in));
-		if (layer_shape(l, classes, why, sizeof(why)))
-			return user_error("--model: layer %d (%s): %s", i + 1,
-					  layer_names[spec[i].kind], why);
-		/* An activation the layer before can apply in its own pass
-		 * (the table's fuses_act column) is applied there. */
-		l->act = -1;
-		l->fused = i > 0 && layer_fuses(&m->layer[i - 1], l);
-		if (l->fused)
-			m->layer[i - 1].act = layer_spec_act(&l->spec);
-		l->needs_dx = has_vars;
-		const char *keras = layer_keras_name(l);
-		if (keras) {
-			int k = 0;
-			while (k < kinds && strcmp(names[k], keras))
-				k++;
-			if (k == kinds)
-				names[kinds++] = keras;
-			params_layer_name(keras, counts[k]++, var_names[i], sizeof(var_names[i]));
-			layer_add_vars(l, &m->reg, var_names[i], 1);
-			has_vars = 1;
-		}
-		if (l->out_size > m->max_width)
-			m->max_width = l->out_size;
-		if (l->cols_size > m->max_cols)
-			m->max_cols = l->cols_size;
-		shape = l->out;
-	}
-	/* The non-trainable variables after every trainable one (params.h). */
-	for (int i = 0; i < n; i++)
-		if (var_names[i][0])
-			layer_add_vars(&m->layer[i], &m->reg, var_names[i], 0);
-	const struct layer *last = &m->layer[n - 1];
-	if (last->out_size != (size_t)classes)
-		return user_error("--model: the last layer (%d, %s) gives %zu values per row; the "
-				  "data has %d classes (end with dense)", n,
-				  layer_names[last->spec.kind], last->out_size, classes);
+	if (plan_shapes(m, spec, n, classes))
+		return -1;
+	plan_vars(m, n);
+	plan_grads(m, n);
+	plan_arena(m, n);
 	return 0;
 }
 
@@ -119,14 +323,12 @@ void model_init(struct model *m, const struct backend *be, int in_dim, int class
 double model_bytes(const struct model *m, int max_rows)
 {
 	double R = max_rows,
-	       per_row = m->in_dim + 2.0 * m->classes + 2.0 * m->max_width + 1 + m->max_cols;
+	       per_row = m->in_dim + 1.0 + (double)m->max_width + (double)m->arena_per_row +
+			 (double)m->max_cols;
 	double aux = 0;
-	for (int i = 0; i < m->n_layers; i++) {
-		if (!layer_is_alias(&m->layer[i]))
-			per_row += (double)m->layer[i].out_size;
+	for (int i = 0; i < m->n_layers; i++)
 		aux += (double)m->layer[i].aux_size;
-	}
-	/* w, g, the layers' own; x, y, outputs, scratch */
+	/* w, g, the layers' own; x, y, the arena, acc, cols */
 	return 4.0 * (2.0 * (double)m->reg.total + aux + R * per_row);
 }
 
@@ -140,17 +342,16 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	m->g = be->alloc(be, room * sizeof(float));
 	m->x = be->alloc(be, R * m->in_dim * sizeof(float));
 	m->y = be->alloc(be, R * sizeof(int32_t));
-	const float *in = m->x;
+	m->arena = be->alloc(be, R * m->arena_per_row * sizeof(float));
 	for (int i = 0; i < m->n_layers; i++) {
 		struct layer *l = &m->layer[i];
-		l->y = !layer_is_alias(l) ? be->alloc(be, R * l->out_size * sizeof(float))
-					  : (float *)in;
+		l->y = m->y_at[i] != MODEL_NO_BUFFER ? m->arena + R * m->y_at[i]
+			: l->src[0] < 0 ? m->x : m->layer[l->src[0]].y; /* an alias */
+		l->dy = m->dy_at[i] != MODEL_NO_BUFFER ? m->arena + R * m->dy_at[i] : NULL;
 		l->aux = l->aux_size ? be->alloc(be, l->aux_size * sizeof(float)) : NULL;
-		in = l->y;
 	}
-	m->dlogits = be->alloc(be, R * m->classes * sizeof(float));
-	for (int i = 0; i < 2; i++)
-		m->scratch[i] = be->alloc(be, R * m->max_width * sizeof(float));
+	m->dlogits = m->layer[m->n_layers - 1].dy;
+	m->acc = be->alloc(be, R * m->max_width * sizeof(float));
 	m->stats = be->alloc(be, 2 * sizeof(float));
 	m->cols = m->max_cols ? be->alloc(be, R * m->max_cols * sizeof(float)) : NULL;
 }
@@ -164,14 +365,10 @@ void model_free(struct model *m)
 	be->free(be, m->g);
 	be->free(be, m->x);
 	be->free(be, m->y);
-	for (int i = 0; i < m->n_layers; i++) {
-		if (!layer_is_alias(&m->layer[i]))
-			be->free(be, m->layer[i].y);
+	be->free(be, m->arena);
+	for (int i = 0; i < m->n_layers; i++)
 		be->free(be, m->layer[i].aux);
-	}
-	be->free(be, m->dlogits);
-	be->free(be, m->scratch[0]);
-	be->free(be, m->scratch[1]);
+	be->free(be, m->acc);
 	be->free(be, m->stats);
 	be->free(be, m->cols);
 	memset(m, 0, sizeof(*m));
@@ -193,13 +390,21 @@ double model_flops_per_row(const struct model *m)
 		const struct layer *l = &m->layer[i];
 		double fwd = layer_flops(l);
 		/* backward: the weight gradient, and the input's unless none is needed */
-		f += fwd * (l->n_vars ? (l->needs_dx ? 3 : 2) : 1);
+		f += fwd * (l->n_vars ? (l->needs_dx[0] ? 3 : 2) : 1);
 	}
 	return f;
 }
 
 void model_text(const struct model *m, const struct config *cfg, char *buf, size_t len)
 {
+	if (strchr(cfg->model, '[')) { /* blocks: as written, without blanks */
+		size_t used = 0;
+		for (const char *p = cfg->model; *p && used + 1 < len; p++)
+			if (!isspace((unsigned char)*p))
+				buf[used++] = *p;
+		buf[used] = 0;
+		return;
+	}
 	if (cfg->model[0]) {
 		struct layer_spec spec[MODEL_MAX_LAYERS];
 		for (int i = 0; i < m->n_layers; i++)
@@ -241,7 +446,9 @@ static struct layer_ctx layer_ctx(const struct model *m, int i, int rows, int tr
 {
 	const struct layer *l = &m->layer[i];
 	struct layer_ctx c = {.be = m->be, .rows = rows, .training = training,
-			      .x = i ? m->layer[i - 1].y : m->x,
+			      .x = l->src[0] < 0 ? m->x : m->layer[l->src[0]].y,
+			      .x2 = l->n_src < 2 ? NULL
+				  : l->src[1] < 0 ? m->x : m->layer[l->src[1]].y,
 			      .act_y = l->act >= 0 ? m->layer[i + 1].y : NULL,
 			      .cols = m->cols, .seed = m->seed ^ (uint64_t)i << 56,
 			      .step = m->step, .row0 = m->row0, .sum = m->sum,
@@ -289,33 +496,41 @@ void model_take_stats(struct model *m, float out[2])
 	m->be->copy_in(m->be, m->stats, zero, sizeof(zero));
 }
 
-float *model_dx(struct model *m, const struct layer *l, const float *dy, int *next)
+/* Gives layer l's input k the gradient g (rows, l's in_size): written
+ * into its dy, or added to what a later layer gave it; nothing when g is
+ * its dy already (the plan shares them). */
+static void give(struct model *m, const struct layer *l, int k, const float *g, int rows)
 {
-	if (!l->needs_dx)
-		return NULL;
-	if (layer_in_place(l) && dy != m->dlogits)
-		return (float *)dy;
-	float *dx = m->scratch[*next];
-	*next ^= 1;
-	return dx;
+	float *dst = m->layer[l->src[k]].dy;
+	size_t n = (size_t)rows * l->in_size;
+	if (dst == g)
+		return;
+	if (l->accumulate[k])
+		m->be->add(m->be, dst, dst, g, n);
+	else
+		m->be->copy(m->be, dst, g, n * sizeof(float));
 }
 
-void model_layer_backward(struct model *m, int i, int rows, const float *dy, float *dx,
-			  grad_ready_fn ready, void *ctx)
+void model_layer_backward(struct model *m, int i, int rows, grad_ready_fn ready, void *ctx)
 {
+	struct layer *l = &m->layer[i];
+	if (!l->backward)
+		return;
+	if (layer_is_merge(l)) { /* d(a + b) / da = d(a + b) / db = 1 */
+		for (int k = 0; k < l->n_src; k++)
+			if (l->needs_dx[k])
+				give(m, l, k, l->dy, rows);
+		return;
+	}
 	struct layer_ctx c = layer_ctx(m, i, rows, 1, ready, ctx);
-	layer_backward(&m->layer[i], &c, dy, dx);
+	float *dx = !l->needs_dx[0] ? NULL : l->accumulate[0] ? m->acc : m->layer[l->src[0]].dy;
+	layer_backward(l, &c, l->dy, dx);
+	if (dx == m->acc)
+		give(m, l, 0, dx, rows);
 }
 
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx)
 {
-	const float *dy = m->dlogits; /* (R, out) gradient of layer i's output */
-	int next = 0;                 /* the scratch buffer a layer writes next */
-	for (int i = m->n_layers - 1; i >= 0; i--) {
-		float *dx = model_dx(m, &m->layer[i], dy, &next);
-		model_layer_backward(m, i, rows, dy, dx, ready, ctx);
-		if (!dx)
-			break; /* no layer below has variables */
-		dy = dx;
-	}
+	for (int i = m->n_layers - 1; i >= 0; i--)
+		model_layer_backward(m, i, rows, ready, ctx);
 }

@@ -1,6 +1,14 @@
-/* The model: a list of layers (layers.h, one table entry per kind) ending
- * in softmax cross-entropy, written once against the backend interface. Its
- * variables live in one flat buffer described by the parameter registry.
+/* The model: a graph of layers (layers.h, one table entry per kind), listed
+ * in the order they were written, each taking the output of an earlier one
+ * (the one before it, unless a block's add or shortcut says otherwise:
+ * layer_spec.h), ending in softmax cross-entropy, written once against the
+ * backend interface. One walk serves every caller: forward in list order,
+ * backward in reverse, a layer's gradient given to each layer it takes
+ * input from (summed where several take the same one). Activations and
+ * their gradients live in one arena planned at start-up: a buffer's place
+ * is reused once no later step of the walk (forward or backward) reads it.
+ * Its variables live in one flat buffer described by the parameter
+ * registry.
  *
  * Letters: R rows in a batch (at most max_rows), D input values per row
  * (H * W * C), C classes, P variables' values, T of them trainable (the
@@ -14,6 +22,7 @@
 #include "params.h"
 
 #define MODEL_MAX_LAYERS LAYER_SPEC_MAX
+#define MODEL_NO_BUFFER ((size_t)-1)
 
 struct model {
 	const struct backend *be;
@@ -24,6 +33,11 @@ struct model {
 	int in_dim, classes;   /* D, C, e.g. 784, 10 */
 	int max_rows;          /* R at most, e.g. 1000 */
 	size_t max_width;      /* widest layer input or output, per row */
+	size_t y_at[MODEL_MAX_LAYERS], dy_at[MODEL_MAX_LAYERS]; /* each layer's output
+				* and its gradient: floats per row into the arena,
+				* MODEL_NO_BUFFER: none (an alias, or no gradient) */
+	size_t arena_per_row;  /* the arena's floats per row */
+	size_t unplanned_per_row; /* what the same buffers would take apart */
 	uint64_t seed;         /* dropout masks' */
 	long step, row0;       /* the batch's global step and first row in the
 				* global batch (dropout masks) */
@@ -42,8 +56,10 @@ struct model {
 				* stays 0 */
 	float *x;              /* (R, D) input batch */
 	int32_t *y;            /* (R) labels */
-	float *dlogits;        /* (R, C) */
-	float *scratch[2];     /* (R, max_width) backward ping-pong */
+	float *arena;          /* (R, arena_per_row) outputs and gradients */
+	float *dlogits;        /* (R, C) the last layer's dy, in the arena */
+	float *acc;            /* (R, max_width) a gradient to be added to one
+				* already given (model_layer_backward) */
 	size_t max_cols;       /* the largest conv2d's im2col floats per row */
 	float *cols;           /* (R, max_cols) conv2d's windows, forward and backward */
 	float *stats;          /* (2) loss sum, correct count, accumulated */
@@ -60,9 +76,11 @@ int model_specs(const struct config *cfg, struct layer_spec *spec, int *n);
 int model_input_shape(const struct config *cfg, const char *path, const int data[3],
 		      int in[3]);
 /* Lays the model out for input rows of shape in ({H, W, C}) and C classes:
- * every layer's shapes, the registry (Keras names: dense/kernel [D,O0],
- * dense/bias [O0], dense_1/...), without allocating. 0, or -1 with a
- * user_error naming the layer that cannot take its input. */
+ * every layer's inputs and shapes, the registry (Keras names: dense/kernel
+ * [D,O0], dense/bias [O0], dense_1/...), the walk's gradients and the
+ * arena's plan, without allocating. 0, or -1 with a user_error naming the
+ * layer that cannot take its input (or the block whose add's inputs
+ * differ in shape). */
 int model_plan(struct model *m, const struct layer_spec *spec, int n, const int in[3],
 	       int classes, uint64_t seed);
 /* model_plan and model_alloc of the MLP in_dim -> hidden (act) -> classes,
@@ -81,7 +99,8 @@ void model_glorot(const struct model *m, uint64_t seed, float *host_w);
  * computes no gradient for its input). */
 double model_flops_per_row(const struct model *m);
 /* The text of the model for the start line: "784-256-256-10 relu" for an
- * MLP of --layers, else the canonical --model. */
+ * MLP of --layers, the canonical --model for a chain of layers, and a
+ * model with blocks as written (its repetitions short), blanks left out. */
 void model_text(const struct model *m, const struct config *cfg, char *buf, size_t len);
 /* Loads rows of inputs (R,D) and labels (R) from host memory. */
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows);
@@ -112,15 +131,10 @@ void model_take_stats(struct model *m, float out[2]);
  * ready (may be NULL) hears of each layer's (its variables, adjacent in g)
  * as soon as they are final, last layer first. */
 void model_backward(struct model *m, int rows, grad_ready_fn ready, void *ctx);
-/* Where layer l's backward writes dx, given dy (its output's gradient):
- * NULL when no layer below has variables, dy itself for a kind that works
- * in place, else the scratch buffer *next (flipped for the next layer).
- * model_backward's choice, for callers stepping layer by layer. */
-float *model_dx(struct model *m, const struct layer *l, const float *dy, int *next);
 /* Layer i's forward over the loaded rows (model_forward's step i). */
 void model_layer_forward(struct model *m, int i, int rows, int training);
-/* Layer i's backward (model_backward's step i): dy (rows, its out_size) the
- * gradient of its output, dx from model_dx; ready (may be NULL) hears of
- * its gradients. */
-void model_layer_backward(struct model *m, int i, int rows, const float *dy, float *dx,
-			  grad_ready_fn ready, void *ctx);
+/* Layer i's backward (model_backward's step i, after those of the layers
+ * after it): from its dy, its variables' gradients (ready, which may be
+ * NULL, hears of them) and its inputs' (written, or added to what they
+ * hold); nothing when no layer it takes input from has variables. */
+void model_layer_backward(struct model *m, int i, int rows, grad_ready_fn ready, void *ctx);

@@ -13,7 +13,7 @@
 #include "shard.h" /* the registry's split over ranks under ZeRO-1 */
 
 #define PARAM_NAME_LEN 96
-#define PARAM_MAX 64
+#define PARAM_MAX 2048 /* 4 a layer at most: batchnorm's */
 
 struct param {
 	char name[PARAM_NAME_LEN]; /* e.g. "dense_1/kernel" */

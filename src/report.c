@@ -68,7 +68,7 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		  const struct model *m, const struct shard *sh, const struct dataset *train,
 		  int has_eval, long step, long total_steps, long steps_per_epoch)
 {
-	char layers[1024];
+	char layers[PATH_LEN];
 	model_text(m, cfg, layers, sizeof(layers));
 	char backend[64];
 	snprintf(backend, sizeof(backend), "%s%s", be->name,
@@ -80,11 +80,15 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		snprintf(per_rank, sizeof(per_rank), "%d", low);
 	else
 		snprintf(per_rank, sizeof(per_rank), "%d-%d", low, high);
+	/* The arena of outputs and gradients, for the most rows a call takes. */
+	char acts[32];
+	bytes_text(acts, sizeof(acts), 4.0 * (double)m->max_rows * (double)m->arena_per_row);
 	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %s, "
-		 "%zu parameters; %s lr %g, batch %d (%s per rank), %ld steps (%ld per epoch)",
+		 "%zu parameters, activations %s per rank; %s lr %g, batch %d (%s per rank), "
+		 "%ld steps (%ld per epoch)",
 		 MTRAIN_VERSION, c->size, c->size == 1 ? "" : "s", backend, c->ops->name,
-		 layers, params_count(&m->reg), kind_name(optim_names, cfg->optim), cfg->lr, cfg->batch,
-		 per_rank, total_steps, steps_per_epoch);
+		 layers, params_count(&m->reg), acts, kind_name(optim_names, cfg->optim), cfg->lr,
+		 cfg->batch, per_rank, total_steps, steps_per_epoch);
 	int nodes = report_nodes(c);
 	/* The optimizer's slots this rank holds: its shard's under ZeRO-1. */
 	int slots = optim_slots(cfg);

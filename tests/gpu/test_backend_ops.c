@@ -212,6 +212,14 @@ static void check_elementwise(void)
 	release(x), release(y);
 	check_windows();
 	struct pair dz = random_pair(n, -1, 1), db = random_pair(cols, 0, 1);
+	struct pair sum = random_pair(n, 0, 1), other = random_pair(n, -1, 1);
+	cpu->add(cpu, sum.c, dz.c, other.c, n);
+	gpu->add(gpu, sum.g, dz.g, other.g, n);
+	EXPECT_CLOSE(sum, 0.0, "add");
+	cpu->add(cpu, sum.c, sum.c, dz.c, n); /* in place, as the model accumulates */
+	gpu->add(gpu, sum.g, sum.g, dz.g, n);
+	EXPECT_CLOSE(sum, 0.0, "add in place");
+	release(sum), release(other);
 	cpu->bias_grad(cpu, db.c, dz.c, rows, cols);
 	gpu->bias_grad(gpu, db.g, dz.g, rows, cols);
 	EXPECT_CLOSE(db, TOL_FP32, "bias_grad");

@@ -26,9 +26,9 @@ static float uniform(struct rng *r, float lo, float hi)
 static size_t kinks_of(const struct model *m, int rows, signed char *kinks)
 {
 	size_t k = 0;
-	for (int l = 1; l < m->n_layers; l++) {
+	for (int l = 0; l < m->n_layers; l++) {
 		const struct layer *L = &m->layer[l];
-		const float *x = m->layer[l - 1].y;
+		const float *x = L->src[0] < 0 ? m->x : m->layer[L->src[0]].y;
 		if (L->spec.kind == LAYER_OF_ACT(ACT_RELU))
 			for (size_t i = 0; i < (size_t)rows * L->in_size; i++, k++)
 				if (kinks)
@@ -683,5 +683,22 @@ int main(void)
 	check_model_in("conv2d:3:3,batchnorm,relu,maxpool2d:2,flatten,dense", img, 112);
 	check_model_in("batchnorm,conv2d:2:3:2,batchnorm,tanh,globalavgpool,dense", img, 113);
 	check_model_in("conv2d:3:3,batchnorm,silu,maxpool2d:2,flatten,dense:5,silu,dense", img, 115);
+	/* Residual blocks: an identity shortcut, a projection, one on the
+	 * model's input (which needs no gradient), an output three layers take
+	 * (the gradients summed), nesting, repetition, an alias (flatten) as
+	 * the shortcut, and ResNet's own blocks on a small image. */
+	check_model("dense:5,[dense:5,relu,dense:5],relu,dense", 120);
+	check_model("dense:6,[dense:4,tanh,dense:6|dense:6],tanh,dense", 121);
+	check_model("[dense:5,tanh,dense:5],dense", 122);
+	check_model("dense:5,[[dense:5,tanh],dense:5],gelu,dense", 123);
+	check_model("dense:6,[dense:6,[dense:6,tanh,dense:6],relu|dense:6,batchnorm],relu,dense", 124);
+	check_model("dense:6,2*([dense:6,batchnorm,relu,dense:6,batchnorm],relu),dense", 125);
+	check_model("[dense:5,dropout:0.3|flatten],tanh,dense", 126);
+	const int res[3] = {4, 4, 2};
+	/* (tanh and gelu for ResNet's relu: batch norm of 3 rows puts many
+	 * relu inputs within the difference's step of 0) */
+	check_model_in("conv2d:3:3,batchnorm,tanh,[conv2d:3:3,batchnorm,gelu,conv2d:3:3,batchnorm],"
+		       "tanh,[conv2d:4:3:2,batchnorm,gelu,conv2d:4:3,batchnorm|conv2d:4:1:2,"
+		       "batchnorm],relu,globalavgpool,dense", res, 127);
 	return unit_done("test_gradcheck");
 }

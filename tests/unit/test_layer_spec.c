@@ -4,6 +4,8 @@
 #include "log.h"
 #include "unit.h"
 
+#include <string.h>
+
 static int parse(const char *desc, struct layer_spec *s, int *n)
 {
 	user_error_clear();
@@ -81,6 +83,46 @@ static void check_bad(const char *desc, const char *want)
 	EXPECT(strchr(user_error_text(), '\n') == NULL);
 }
 
+/* Blocks: the layers in written order (main path, then shortcut, then the
+ * add), each add's inputs, repetition expanded, whitespace and newlines
+ * ignored, and the canonical text parsing back to itself. */
+static void check_blocks(void)
+{
+	struct layer_spec s[LAYER_SPEC_MAX], again[LAYER_SPEC_MAX];
+	char text[1024], text2[1024];
+	int n, m;
+	EXPECT(parse("dense:8,[dense:8,relu,dense:8],relu,dense", s, &n) == 0 && n == 7);
+	EXPECT(s[4].kind == LAYER_ADD && layer_spec_src(s, 4, 0) == 3 &&
+	       layer_spec_src(s, 4, 1) == 0 && s[4].at == 9);
+	EXPECT(layer_spec_src(s, 1, 0) == 0 && layer_spec_src(s, 5, 0) == 4);
+	EXPECT(layer_spec_src(s, 0, 0) == -1);
+	EXPECT_STR(layer_spec_text(s, n, text, sizeof(text)),
+		   "dense:8,[dense:8,relu,dense:8],relu,dense");
+	/* A projection: main path 1-2, shortcut 3, the add 4 of both. */
+	EXPECT(parse("conv2d:4:3, [conv2d:8:3:2,\n\tbatchnorm | conv2d:8:1:2], relu,dense", s,
+		     &n) == 0 && n == 7);
+	EXPECT(s[3].kind == LAYER_CONV2D && s[3].size == 1 && layer_spec_src(s, 3, 0) == 0);
+	EXPECT(layer_spec_src(s, 4, 0) == 2 && layer_spec_src(s, 4, 1) == 3);
+	EXPECT_STR(layer_spec_text(s, n, text, sizeof(text)),
+		   "conv2d:4:3:1:same,[conv2d:8:3:2:same,batchnorm|conv2d:8:1:2:same],relu,dense");
+	/* Repetition, nesting, a block on the model's input. */
+	EXPECT(parse("3*([dense:4,tanh],relu),dense", s, &n) == 0 && n == 13);
+	EXPECT(layer_spec_src(s, 2, 1) == -1 && layer_spec_src(s, 6, 1) == 3 &&
+	       layer_spec_src(s, 10, 1) == 7 && layer_spec_src(s, 12, 0) == 11);
+	EXPECT(parse("dense:5,2*[[dense:5,tanh],dense:5|dense:5],dense", s, &n) == 0 && n == 14);
+	EXPECT(layer_spec_src(s, 3, 1) == 0 && layer_spec_src(s, 6, 0) == 4 &&
+	       layer_spec_src(s, 6, 1) == 5 && layer_spec_src(s, 7, 0) == 6);
+	layer_spec_text(s, n, text, sizeof(text));
+	EXPECT_STR(text, "dense:5,[[dense:5,tanh],dense:5|dense:5],[[dense:5,tanh],dense:5|dense:5],"
+			 "dense");
+	EXPECT(parse(text, again, &m) == 0 && m == n);
+	EXPECT_STR(layer_spec_text(again, m, text2, sizeof(text2)), text);
+	EXPECT(memcmp(again[6].from, s[6].from, sizeof(s[6].from)) == 0);
+	/* ResNet-56's 27 blocks and more: LAYER_SPEC_MAX counts the copies. */
+	EXPECT(parse("conv2d:16:3,batchnorm,relu,27*([conv2d:16:3,batchnorm,relu,conv2d:16:3,"
+		     "batchnorm],relu),globalavgpool,dense", s, &n) == 0 && n == 3 + 27 * 7 + 2);
+}
+
 int main(void)
 {
 	check_round_trip();
@@ -102,5 +144,22 @@ int main(void)
 	check_bad("dense,", "layer 2 '' (character 7): expected a layer");
 	check_bad("", "layer 1 '' (character 1): expected a layer");
 	check_bad("flatten:1:2:3:4:5:6:7:8:9", "expected flatten");
+	check_blocks();
+	check_bad("dense,[dense:4,relu,dense", "--model: the '[' at character 7 is never closed "
+					       "(expected ']')");
+	check_bad("dense,(relu],dense", "character 12: expected ')' to close the '(' at character 7");
+	check_bad("dense,relu],dense", "--model: character 11: ']' with nothing open before it");
+	check_bad("dense,0*([dense:4],relu),dense", "character 7: a repetition of 0 (expected 1 to");
+	check_bad("2*dense", "character 3: expected '(' or '[' after 2*");
+	check_bad("dense,[],dense", "the block at character 7 has no layers on its main path");
+	check_bad("dense,[|dense],dense", "the block at character 7 has no layers on its main path");
+	check_bad("dense,[relu,],dense", "layer 3 '' (character 13): expected a layer");
+	check_bad("dense,[dense:4|],dense", "the block at character 7 has an empty shortcut after "
+					    "the '|' at character 15");
+	check_bad("dense,add,dense", "layer 2 'add' (character 7): expected a block, [MAIN] or "
+				     "[MAIN|SHORTCUT]");
+	check_bad("dense,[dense:4,relu,dense]x", "character 27: expected ',' before 'x'");
+	check_bad("dense,[dense:4] [dense:4],dense", "character 17: expected ',' before '['");
+	check_bad("600*(dense:4),dense", "more than 512 layers");
 	return unit_done("test_layer_spec");
 }

@@ -4,6 +4,10 @@
 #include "model.h"
 #include "params.h"
 #include "unit.h"
+#include "config.h"
+#include "log.h"
+#include <stdio.h>
+#include <string.h>
 
 #include <stdlib.h>
 
@@ -217,6 +221,73 @@ static void check_shards(void)
 	EXPECT(s.first == 48 && s.len == 3);
 }
 
+/* The text of file path (malloc'd). */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	EXPECT(f != NULL);
+	if (!f)
+		return NULL;
+	char *text = calloc(1, 1 << 16);
+	size_t n = fread(text, 1, (1 << 16) - 1, f);
+	fclose(f);
+	text[n] = 0;
+	return text;
+}
+
+/* jobs/fmnist-resnet.conf, read as mtrain reads --config (its model spread
+ * over lines): ResNet-20 v1 with projection shortcuts. Its variables are
+ * named as Keras names the layers of a functional model written in that
+ * order (main path before shortcut), its stages give 28x28x16, 14x14x32
+ * and 7x7x64, and the activation arena reuses buffers. An add of two
+ * shapes is refused with one line naming the block. */
+static void check_resnet(void)
+{
+	struct config cfg;
+	config_defaults(&cfg);
+	char *text = slurp(MTRAIN_SOURCE_DIR "/jobs/fmnist-resnet.conf");
+	EXPECT(text && config_parse_text(&cfg, text, "fmnist-resnet.conf") == 0);
+	free(text);
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n = 0;
+	struct model m;
+	const int in[3] = {28, 28, 1};
+	EXPECT(model_specs(&cfg, spec, &n) == 0);
+	EXPECT(n == 3 + 9 * 7 + 2 * 2 + 2);
+	EXPECT(model_plan(&m, spec, n, in, 10, 1) == 0);
+	EXPECT(params_count(&m.reg) == 274538); /* Keras' ResNet-20 v1, with a batchnorm on
+						  * each projection, for one channel */
+	const struct param *p = params_find(&m.reg, "conv2d_8/kernel"); /* stage 2's main */
+	EXPECT(p && p->shape[0] == 3 && p->shape[2] == 32 && p->shape[3] == 32);
+	p = params_find(&m.reg, "conv2d_9/kernel"); /* its shortcut, after its main path */
+	EXPECT(p && p->shape[0] == 1 && p->shape[2] == 16 && p->shape[3] == 32);
+	EXPECT(params_find(&m.reg, "conv2d_20/kernel") && !params_find(&m.reg, "conv2d_21/kernel"));
+	EXPECT(params_find(&m.reg, "batch_normalization_9/moving_variance") != NULL);
+	EXPECT(params_find(&m.reg, "dense/kernel") && !params_find(&m.reg, "dense_1/kernel"));
+	EXPECT(m.layer[2].out[0] == 28 && m.layer[2].out[2] == 16);
+	int adds = 0;
+	for (int i = 0; i < n; i++)
+		if (m.layer[i].spec.kind == LAYER_ADD) {
+			adds++;
+			EXPECT(memcmp(m.layer[i].in, m.layer[i].out, sizeof(m.layer[i].in)) == 0);
+		}
+	EXPECT(adds == 9);
+	EXPECT(m.layer[n - 3].out[0] == 7 && m.layer[n - 3].out[2] == 64);
+	/* Training keeps every layer's input for its backward, but the
+	 * gradients and what no backward reads share places. */
+	EXPECT(m.arena_per_row < m.unplanned_per_row);
+	printf("resnet-20: arena %zu floats a row, %zu unplanned\n", m.arena_per_row,
+	       m.unplanned_per_row);
+
+	user_error_clear();
+	EXPECT(layer_spec_parse("conv2d:8:3,[conv2d:16:3,batchnorm],relu,dense", "--model", spec,
+				MODEL_MAX_LAYERS, &n) == 0);
+	EXPECT(model_plan(&m, spec, n, in, 10, 1) == -1);
+	EXPECT(strstr(user_error_text(), "--model: the block at character 12 adds its main path's "
+		      "28x28x16 to its input's 28x28x8") != NULL);
+	user_error_clear();
+}
+
 int main(void)
 {
 	const struct backend *be = backend_cpu();
@@ -229,6 +300,7 @@ int main(void)
 	check_signature(be, &m);
 	check_glorot(&m);
 	check_shards();
+	check_resnet();
 	model_free(&m);
 	return unit_done("test_registry");
 }
