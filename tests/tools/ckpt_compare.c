@@ -3,10 +3,13 @@
  *   ckpt_compare A B [RTOL]   same variables; RTOL absent: bitwise equal
  *                             values, else max |a-b| / max(|a|,|b|,1e-3) <= RTOL;
  *                             a NaN or infinity anywhere is a difference
- *   ckpt_compare --norm A B RTOL   normwise per variable: max |a-b| /
- *                             max(|a|, |b|) over all its values <= RTOL (the
- *                             GPU tests' measure: a value near 0 is judged
- *                             against its variable's scale, not its own)
+ *   ckpt_compare --norm A B RTOL [FLOOR]   normwise per variable: max |a-b| /
+ *                             max(|a|, |b|, FLOOR) over all its values <= RTOL
+ *                             (the GPU tests' measure: a value near 0 is judged
+ *                             against its variable's scale, not its own; FLOOR,
+ *                             default 0, judges a variable of values all below it
+ *                             at RTOL * FLOOR absolute: a bias right before a
+ *                             batch norm, whose gradient is 0 up to rounding)
  *   ckpt_compare --names A    Keras-style names (dense, conv2d and
  *                             batch_normalization layers), exactly one
  *                             ExponentialMovingAverage shadow per trainable
@@ -40,7 +43,7 @@ static const struct ckpt_var *find(const struct ckpt_var *v, int n, const char *
 /* How compare measures a difference. */
 enum measure { BITWISE, ELEMENTWISE, NORMWISE };
 
-static int compare(const char *pa, const char *pb, double rtol, enum measure how)
+static int compare(const char *pa, const char *pb, double rtol, enum measure how, double floor_)
 {
 	int exact = how == BITWISE;
 	struct ckpt_var *a, *b;
@@ -86,7 +89,7 @@ static int compare(const char *pa, const char *pb, double rtol, enum measure how
 			size = fmax(size, fmax(fabs(x), fabs(y)));
 		}
 		if (how == NORMWISE)
-			worst = size > 0 ? diff / size : diff;
+			worst = fmax(size, floor_) > 0 ? diff / fmax(size, floor_) : diff;
 		/* A diverged run is never "the same" as anything, itself included. */
 		if (not_finite) {
 			fprintf(stderr, "%s: %zu values are NaN or infinite\n", a[i].name, not_finite);
@@ -288,12 +291,13 @@ int main(int argc, char **argv)
 		return check_ema_step(argv[2], argv[3], atof(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "--names"))
 		return check_names(argv[2]);
-	if (argc == 5 && !strcmp(argv[1], "--norm"))
-		return compare(argv[2], argv[3], atof(argv[4]), NORMWISE);
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "--norm"))
+		return compare(argv[2], argv[3], atof(argv[4]), NORMWISE,
+			       argc == 6 ? atof(argv[5]) : 0.0);
 	if (argc == 3 || argc == 4)
 		return compare(argv[1], argv[2], argc == 4 ? atof(argv[3]) : 0.0,
-			       argc == 3 ? BITWISE : ELEMENTWISE);
-	fprintf(stderr, "usage: ckpt_compare A B [RTOL] | --norm A B RTOL | --names A | "
+			       argc == 3 ? BITWISE : ELEMENTWISE, 0.0);
+	fprintf(stderr, "usage: ckpt_compare A B [RTOL] | --norm A B RTOL [FLOOR] | --names A | "
 			"--ema-step A B DECAY\n");
 	return 2;
 }
