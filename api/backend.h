@@ -35,6 +35,10 @@ struct backend {
 	const char *name;           /* "cpu", "cuda" */
 	enum backend_memory memory; /* what the pointers below are */
 	void *ctx;                  /* the implementation's own state */
+	size_t cols_budget;         /* floats of conv2d's im2col windows one product
+				     * takes at most (a whole image's, if more):
+				     * the CPU's fit its cache, so that the product
+				     * reads them from there; 0: the whole batch's */
 
 	/* Memory. alloc returns zeroed backend memory or aborts; free(NULL) is a
 	 * no-op. copy_in/out move bytes between host and backend memory (src

@@ -256,6 +256,7 @@ static const struct backend cuda_table = {
 	.name = "cuda",
 	.memory = BACKEND_CUDA,
 	.ctx = NULL,
+	.cols_budget = 0,
 	.alloc = cu_alloc,
 	.free = cu_free,
 	.copy_in = cu_copy_in,

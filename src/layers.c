@@ -223,29 +223,57 @@ static void conv_init(const struct layer *l, struct rng *r, float *host_w)
 		      area * l->spec.units);
 }
 
+/* The rows of one im2col and product: as many whole images as the
+ * backend's cols_budget holds (at least one), else all. */
+int layer_cols_rows(const struct layer *l, const struct backend *be, int rows)
+{
+	size_t per = l->cols_size ? l->cols_size : 1;
+	size_t fit = be->cols_budget ? be->cols_budget / per : (size_t)rows;
+	return fit < 1 ? 1 : fit > (size_t)rows ? rows : (int)fit;
+}
+
+/* y = conv(x), then bias and activation, a block of images at a time
+ * (layer_cols_rows): each block's windows, product, and bias_act while its
+ * output is still in cache. */
 static void conv_forward(struct layer *l, const struct layer_ctx *c)
 {
 	const struct backend *be = c->be;
-	int positions = c->rows * l->win.oh * l->win.ow;
-	int k = (int)(l->cols_size / (l->win.oh * l->win.ow)), f = l->spec.units;
-	be->im2col(be, c->cols, c->x, c->rows, &l->win);
-	be->matmul(be, l->y, c->cols, c->w[0], positions, f, k, 0, 0, 0.0f);
-	bias_and_act(l, c, positions, f);
+	int pos = l->win.oh * l->win.ow, f = l->spec.units;
+	int k = (int)(l->cols_size / (size_t)pos), step = layer_cols_rows(l, be, c->rows);
+	for (int r0 = 0; r0 < c->rows; r0 += step) {
+		int n = c->rows - r0 < step ? c->rows - r0 : step;
+		size_t out = (size_t)r0 * l->out_size;
+		be->im2col(be, c->cols, c->x + (size_t)r0 * l->in_size, n, &l->win);
+		be->matmul(be, l->y + out, c->cols, c->w[0], n * pos, f, k, 0, 0, 0.0f);
+		be->bias_act(be, l->act >= 0 ? c->act_y + out : NULL, l->y + out, c->w[1], n * pos,
+			     f, l->act >= 0 ? (enum act_kind)l->act : ACT_RELU);
+	}
 }
 
+/* The kernel's gradient summed over blocks of images (the windows
+ * recomputed: one buffer serves every layer), the bias's, then dx a block
+ * at a time: the windows' gradients, folded back by col2im. */
 static void conv_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
 	const struct backend *be = c->be;
-	int positions = c->rows * l->win.oh * l->win.ow;
-	int k = (int)(l->cols_size / (l->win.oh * l->win.ow)), f = l->spec.units;
-	be->im2col(be, c->cols, c->x, c->rows, &l->win); /* recomputed: one buffer serves all */
-	be->matmul(be, c->g[0], c->cols, dy, k, f, positions, 1, 0, 0.0f);
-	be->bias_grad(be, c->g[1], dy, positions, f);
+	int pos = l->win.oh * l->win.ow, f = l->spec.units;
+	int k = (int)(l->cols_size / (size_t)pos), step = layer_cols_rows(l, be, c->rows);
+	for (int r0 = 0; r0 < c->rows; r0 += step) {
+		int n = c->rows - r0 < step ? c->rows - r0 : step;
+		be->im2col(be, c->cols, c->x + (size_t)r0 * l->in_size, n, &l->win);
+		be->matmul(be, c->g[0], c->cols, dy + (size_t)r0 * l->out_size, k, f, n * pos, 1, 0,
+			   r0 ? 1.0f : 0.0f);
+	}
+	be->bias_grad(be, c->g[1], dy, c->rows * pos, f);
 	layer_grads_ready(c, 1, (size_t)f);
 	if (!dx)
 		return;
-	be->matmul(be, c->cols, dy, c->w[0], positions, k, f, 0, 1, 0.0f);
-	be->col2im(be, dx, c->cols, c->rows, &l->win);
+	for (int r0 = 0; r0 < c->rows; r0 += step) {
+		int n = c->rows - r0 < step ? c->rows - r0 : step;
+		be->matmul(be, c->cols, dy + (size_t)r0 * l->out_size, c->w[0], n * pos, k, f, 0, 1,
+			   0.0f);
+		be->col2im(be, dx + (size_t)r0 * l->in_size, c->cols, n, &l->win);
+	}
 }
 
 static double conv_flops(const struct layer *l)

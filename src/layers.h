@@ -126,6 +126,9 @@ int layer_reads_x_back(const struct layer *l);
 /* Whether the kind merges inputs (add): its backward gives dy itself to
  * each input, which the model does (layer_backward is not called). */
 int layer_is_merge(const struct layer *l);
+/* conv2d: the rows (images) one im2col and product take on backend be, of
+ * a call over rows: as many as be->cols_budget holds, at least one. */
+int layer_cols_rows(const struct layer *l, const struct backend *be, int rows);
 /* Forward FLOPs for one row (multiply-adds count 2). */
 double layer_flops(const struct layer *l);
 /* Whether the variable called name is a non-trainable one by its canonical

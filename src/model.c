@@ -320,6 +320,19 @@ void model_init(struct model *m, const struct backend *be, int in_dim, int class
 	model_alloc(m, be, max_rows);
 }
 
+/* Floats of the im2col buffer: the most any conv2d's block of rows takes. */
+static size_t model_cols_floats(const struct model *m, const struct backend *be, int rows)
+{
+	size_t most = 0;
+	for (int i = 0; i < m->n_layers; i++) {
+		const struct layer *l = &m->layer[i];
+		size_t n = l->cols_size * (size_t)layer_cols_rows(l, be, rows);
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
 double model_bytes(const struct model *m, int max_rows)
 {
 	double R = max_rows,
@@ -328,7 +341,8 @@ double model_bytes(const struct model *m, int max_rows)
 	double aux = 0;
 	for (int i = 0; i < m->n_layers; i++)
 		aux += (double)m->layer[i].aux_size;
-	/* w, g, the layers' own; x, y, the arena, acc, cols */
+	/* w, g, the layers' own; x, y, the arena, acc, cols (at most: a backend
+	 * with a cols_budget takes less) */
 	return 4.0 * (2.0 * (double)m->reg.total + aux + R * per_row);
 }
 
@@ -353,7 +367,8 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	m->dlogits = m->layer[m->n_layers - 1].dy;
 	m->acc = be->alloc(be, R * m->max_width * sizeof(float));
 	m->stats = be->alloc(be, 2 * sizeof(float));
-	m->cols = m->max_cols ? be->alloc(be, R * m->max_cols * sizeof(float)) : NULL;
+	m->cols = m->max_cols ? be->alloc(be, model_cols_floats(m, be, max_rows) * sizeof(float))
+			      : NULL;
 }
 
 void model_free(struct model *m)

@@ -63,9 +63,11 @@ static float loss_at(struct model *m, signed char *signs)
  * training mode. Coordinates whose +-eps perturbation crosses a kink (a
  * relu's input crosses 0, a max-pool window's max moves) are skipped and
  * counted. */
+static const struct backend *model_be; /* check_model_in's backend: the CPU's */
+
 static void check_model_in(const char *desc, const int in[3], uint64_t seed)
 {
-	const struct backend *be = backend_cpu();
+	const struct backend *be = model_be ? model_be : backend_cpu();
 	struct layer_spec spec[MODEL_MAX_LAYERS];
 	int n = 0;
 	struct model m;
@@ -683,6 +685,15 @@ int main(void)
 	check_model_in("conv2d:3:3,batchnorm,relu,maxpool2d:2,flatten,dense", img, 112);
 	check_model_in("batchnorm,conv2d:2:3:2,batchnorm,tanh,globalavgpool,dense", img, 113);
 	check_model_in("conv2d:3:3,batchnorm,silu,maxpool2d:2,flatten,dense:5,silu,dense", img, 115);
+	/* The same with each conv2d's windows and products one image at a
+	 * time (the CPU's cols_budget does that to big images): the kernel's
+	 * gradient summed over the blocks. */
+	struct backend one_image = *be;
+	one_image.cols_budget = 1;
+	model_be = &one_image;
+	check_model_in("conv2d:3:3,tanh,maxpool2d:2,flatten,dense", img, 105);
+	check_model_in("conv2d:3:3,batchnorm,relu,conv2d:2:3:2,gelu,globalavgpool,dense", img, 116);
+	model_be = NULL;
 	/* Residual blocks: an identity shortcut, a projection, one on the
 	 * model's input (which needs no gradient), an output three layers take
 	 * (the gradients summed), nesting, repetition, an alias (flatten) as
