@@ -14,8 +14,10 @@
 /* 2: HDF5 1.10's checksummed metadata, a digest of every variable's values
  * and of the root attributes. 3: the root attribute order (the run's order
  * of the rows, order.h). Versions 1 and 2 still read; they were made with
- * the stored order, which a run resuming them keeps. */
-#define CKPT_FORMAT_VERSION 3
+ * the stored order, which a run resuming them keeps. 4: the root attribute
+ * input_shape (inspect lays the model out from it); older files read
+ * without it. */
+#define CKPT_FORMAT_VERSION 4
 /* Each dataset's FNV-1a 64 of its values as written (int64). */
 #define CKPT_DIGEST_ATTR "fnv1a64"
 #define CKPT_NAME_LEN 128
@@ -56,6 +58,8 @@ struct ckpt_meta {
 	char order[32];      /* the run's order of the rows (order.h), e.g.
 			      * "feistel-1"; a file before format 3 reads as
 			      * "fisher-yates-1", the order it was made with */
+	char input_shape[32]; /* the model's input rows, "H,W,C" (format 4 on:
+			      * inspect's picture of the model), "" before */
 	uint64_t digest;     /* FNV-1a 64 of the fields above (format 2 on);
 			      * ckpt_write computes it */
 };

@@ -48,6 +48,7 @@ static const struct field fields[] = {
 	FIELD("config", F_TEXT, config, 0, 1),
 	FIELD("created", F_CHARS, created, 0, 1),
 	FIELD("mtrain_version", F_CHARS, version, 0, 1),
+	FIELD("input_shape", F_CHARS, input_shape, 0, 4),
 	FIELD(DIGEST_KEY, F_U64, digest, 1, 2), /* last: of every row above */
 };
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))

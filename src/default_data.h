@@ -4,6 +4,10 @@
 #include "comm.h"
 #include "config.h"
 
+/* Its rows: 28x28 one-channel images of 784 values, 10 classes. */
+#define DEFAULT_DATA_DIM 784
+#define DEFAULT_DATA_CLASSES 10
+
 /* When cfg names no --data: rank 0 imports the IDX files into
  * $MTRAIN_DATA_DIR (default "data") unless cached, and cfg->data (and
  * cfg->eval_data unless set) then name the cached files. Collective. 0, or

@@ -6,6 +6,9 @@
 /* One kind of layer: what the table of layers.c holds for it. */
 struct layer_ops {
 	const char *keras; /* the name its variables take, NULL: none */
+	const char *layer; /* Keras' name for a layer of its class, counted per
+			    * name as Keras counts them ("max_pooling2d",
+			    * "activation"): the summary's; keras's where set */
 	int (*shape)(struct layer *l, int classes, char *why, size_t len);
 	void (*vars)(struct layer *l, struct params *reg, const char *name, int trainable);
 	void (*init)(const struct layer *l, struct rng *r, float *host_w);

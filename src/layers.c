@@ -315,12 +315,13 @@ static double pool_flops(const struct layer *l)
 
 /* The pools' entry and every activation's: the same ops, the kind read
  * from the spec. */
-#define POOL_ENTRY                                                             \
-	{.shape = pool_shape, .forward = pool_forward, .backward = pool_backward, \
-	 .flops = pool_flops}
+#define POOL_ENTRY(name)                                                       \
+	{.layer = name, .shape = pool_shape, .forward = pool_forward,          \
+	 .backward = pool_backward, .flops = pool_flops}
 #define ACT_ENTRY(id, name)                                                    \
-	[LAYER_ACT + id] = {.shape = same_shape, .forward = act_forward,       \
-			    .backward = act_backward, .flops = no_flops, .in_place = 1},
+	[LAYER_ACT + id] = {.layer = "activation", .shape = same_shape,        \
+			    .forward = act_forward, .backward = act_backward,  \
+			    .flops = no_flops, .in_place = 1},
 
 static const struct layer_ops table[] = {
 	[LAYER_DENSE] = {.keras = "dense", .shape = dense_shape, .vars = dense_vars,
@@ -329,15 +330,15 @@ static const struct layer_ops table[] = {
 	[LAYER_CONV2D] = {.keras = "conv2d", .shape = conv_shape, .vars = conv_vars,
 			  .init = conv_init, .forward = conv_forward,
 			  .backward = conv_backward, .flops = conv_flops, .fuses_act = 1},
-	[LAYER_MAXPOOL2D] = POOL_ENTRY,
-	[LAYER_AVGPOOL2D] = POOL_ENTRY,
-	[LAYER_GLOBALAVGPOOL] = POOL_ENTRY,
-	[LAYER_FLATTEN] = {.shape = flatten_shape, .backward = flatten_backward, .flops = no_flops,
+	[LAYER_MAXPOOL2D] = POOL_ENTRY("max_pooling2d"),
+	[LAYER_AVGPOOL2D] = POOL_ENTRY("average_pooling2d"),
+	[LAYER_GLOBALAVGPOOL] = POOL_ENTRY("global_average_pooling2d"),
+	[LAYER_FLATTEN] = {.layer = "flatten", .shape = flatten_shape, .backward = flatten_backward, .flops = no_flops,
 			   .in_place = 1, .alias = 1, .no_x_back = 1},
-	[LAYER_DROPOUT] = {.shape = same_shape, .forward = dropout_forward,
+	[LAYER_DROPOUT] = {.layer = "dropout", .shape = same_shape, .forward = dropout_forward,
 			   .backward = dropout_backward, .flops = no_flops, .in_place = 1,
 			   .no_x_back = 1},
-	[LAYER_ADD] = {.shape = same_shape, .forward = add_forward, .flops = add_flops,
+	[LAYER_ADD] = {.layer = "add", .shape = same_shape, .forward = add_forward, .flops = add_flops,
 		       .in_place = 1, .no_x_back = 1, .merge = 1},
 	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = layer_bn_shape,
 			     .vars = layer_bn_vars, .init = layer_bn_init,
@@ -356,7 +357,8 @@ _Static_assert(sizeof(table) / sizeof(*table) == LAYER_KIND_COUNT, "an entry per
 int layer_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	const struct layer_ops *o = &table[l->spec.kind];
-	if (!o->shape || !(o->forward || o->alias) || !(o->backward || o->merge) || !o->flops) {
+	if (!o->shape || !(o->forward || o->alias) || !(o->backward || o->merge) || !o->flops ||
+	    !(o->layer || o->keras)) {
 		char what[96];
 		snprintf(what, sizeof(what), "no entry for %s in the table", layer_names[l->spec.kind]);
 		check_fail("layers", "layer_shape", what, __FILE__, __LINE__);
@@ -369,6 +371,12 @@ int layer_shape(struct layer *l, int classes, char *why, size_t len)
 }
 
 const char *layer_keras_name(const struct layer *l) { return table[l->spec.kind].keras; }
+
+const char *layer_class_name(const struct layer *l)
+{
+	const struct layer_ops *o = &table[l->spec.kind];
+	return o->layer ? o->layer : o->keras;
+}
 
 void layer_add_vars(struct layer *l, struct params *reg, const char *name, int trainable)
 {

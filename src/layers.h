@@ -94,6 +94,9 @@ int layer_shape(struct layer *l, int classes, char *why, size_t len);
 /* The Keras layer name counter l's variables are named after ("dense",
  * "conv2d", "batch_normalization"), or NULL when it has none. */
 const char *layer_keras_name(const struct layer *l);
+/* Keras' name for l's layer, counted per name ("conv2d", "activation",
+ * "add", "max_pooling2d"; the variables' name where it has variables). */
+const char *layer_class_name(const struct layer *l);
 /* Registers l's trainable variables (trainable set) or its non-trainable
  * ones under name ("dense_1/kernel", "batch_normalization/moving_mean"). */
 void layer_add_vars(struct layer *l, struct params *reg, const char *name, int trainable);

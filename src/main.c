@@ -5,10 +5,12 @@
 #include "comm.h"
 #include "config.h"
 #include "dataset.h"
+#include "default_data.h"
 #include "eval.h"
 #include "export.h"
 #include "image.h"
 #include "log.h"
+#include "model.h"
 #include "preview.h"
 #include "resources.h"
 #include "train.h"
@@ -93,6 +95,43 @@ static int cmd_import(int argc, char **argv, struct comm *c)
 	return comm_user_errors(c) ? EXIT_USER : 0;
 }
 
+/* inspect's picture of the checkpoint's model (model_summary), laid out
+ * from its configuration for rows of its input_shape (format 4), else of
+ * its configuration's --input-shape, else flat; a line saying why where it
+ * cannot be. */
+static void inspect_model(const char *path)
+{
+	struct ckpt_meta meta;
+	struct config cfg;
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	struct model m;
+	int n = 0, in[3];
+	const char *why = NULL;
+	if (ckpt_read_meta(path, &meta))
+		return;
+	const int flat[3] = {1, 1, meta.input_dim};
+	config_defaults(&cfg);
+	if (!meta.config)
+		why = "the file holds no configuration";
+	else if (config_parse_text(&cfg, meta.config, "the checkpoint's config") ||
+		 model_specs(&cfg, spec, &n))
+		why = "this mtrain cannot read its configuration's model";
+	else if (sscanf(meta.input_shape, "%d,%d,%d", &in[0], &in[1], &in[2]) != 3 &&
+		 model_input_shape(&cfg, path, flat, in))
+		why = "its input shape is not stored (before format 4)";
+	else if (model_plan(&m, spec, n, in, meta.classes, cfg.seed))
+		why = "its model cannot be laid out for its input";
+	user_error_clear();
+	printf("\nmodel");
+	if (why) {
+		printf(": not shown: %s\n", why);
+	} else {
+		printf(" (its configuration's, on its input %dx%dx%d):\n", in[0], in[1], in[2]);
+		model_summary(&m, stdout);
+	}
+	ckpt_meta_free(&meta);
+}
+
 static int cmd_inspect(int argc, char **argv, struct comm *c)
 {
 	/* FILE [--json], or --json FILE. */
@@ -101,8 +140,8 @@ static int cmd_inspect(int argc, char **argv, struct comm *c)
 	if (argc != 1 && !json)
 		user_error("inspect: expected one checkpoint file (and --json), got %d arguments",
 			   argc);
-	else if (c->rank == 0)
-		ckpt_inspect(file, json, stdout);
+	else if (c->rank == 0 && ckpt_inspect(file, json, stdout) == 0 && !json)
+		inspect_model(file);
 	return comm_user_errors(c) ? EXIT_USER : 0;
 }
 
@@ -149,6 +188,25 @@ static int cmd_eval(int argc, char **argv, struct comm *c)
 	return eval_main(vals[0], vals[1], vals[2] ? vals[2] : "both", device, c);
 }
 
+/* --help's picture of the model the options describe, for rows of
+ * --input-shape (else the default data's 784 values) and the default
+ * data's 10 classes: a run's data decides both. 0, or -1 with a
+ * user_error for a model that cannot be laid out. */
+static int help_model(const struct config *cfg)
+{
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	struct model m;
+	int n = 0, in[3];
+	const int flat[3] = {1, 1, DEFAULT_DATA_DIM};
+	if (model_input_shape(cfg, "the default data", flat, in) || model_specs(cfg, spec, &n) ||
+	    model_plan(&m, spec, n, in, DEFAULT_DATA_CLASSES, cfg->seed))
+		return -1;
+	printf("\nthe model (for rows of %dx%dx%d and %d classes: --input-shape, else the default "
+	       "data's; a run's data decides):\n", in[0], in[1], in[2], DEFAULT_DATA_CLASSES);
+	model_summary(&m, stdout);
+	return 0;
+}
+
 static int cmd_train(int argc, char **argv, struct comm *c)
 {
 	struct config cfg;
@@ -160,12 +218,14 @@ static int cmd_train(int argc, char **argv, struct comm *c)
 		return EXIT_USER;
 	if (help || version) {
 		if (c->rank == 0) {
-			if (help)
+			if (help) {
 				usage(stdout);
-			else
+				help_model(&cfg);
+			} else {
 				printf("mtrain %s\n", MTRAIN_VERSION);
+			}
 		}
-		return 0;
+		return comm_user_errors(c) ? EXIT_USER : 0;
 	}
 	return train_main(&cfg, c);
 }

@@ -71,14 +71,16 @@ static int plan_shapes(struct model *m, const struct layer_spec *spec, int n, in
 		if (l->n_src == 2) {
 			const int *other = l->src[1] < 0 ? m->in : m->layer[l->src[1]].out;
 			char a[48], b[48];
+			/* The stride a projection needs: 'same' gives ceil(in / s). */
+			int s = other[0] > shape[0] ? (other[0] + shape[0] - 1) / shape[0] : 1;
 			if (memcmp(other, shape, sizeof(l->in)))
 				return user_error("--model: the block at character %d adds its main path's "
 						  "%s to its %s's %s: an add needs one shape (a "
 						  "projection shortcut changes it, e.g. "
-						  "[MAIN|conv2d:%d:1:2,batchnorm])", spec[i].at,
+						  "[MAIN|conv2d:%d:1:%d,batchnorm])", spec[i].at,
 						  hwc_text(shape, a, sizeof(a)),
 						  spec[i].size ? "shortcut" : "input",
-						  hwc_text(other, b, sizeof(b)), shape[2]);
+						  hwc_text(other, b, sizeof(b)), shape[2], s);
 		}
 		if (layer_shape(l, classes, why, sizeof(why)))
 			return user_error("--model: layer %d (%s%s%d): %s", i + 1,

@@ -15,6 +15,7 @@
  * first T: params.h). */
 #pragma once
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backend.h"
 #include "config.h"
@@ -102,6 +103,11 @@ double model_flops_per_row(const struct model *m);
  * MLP of --layers, the canonical --model for a chain of layers, and a
  * model with blocks as written (its repetitions short), blanks left out. */
 void model_text(const struct model *m, const struct config *cfg, char *buf, size_t len);
+/* (model_summary.c) The model as Keras' model.summary() shows one, to f:
+ * each layer's Keras name (indented under its block), its text, output
+ * shape, parameters and, where it is not the layer above, what it takes;
+ * then the totals and the activation arena a row. */
+void model_summary(const struct model *m, FILE *f);
 /* Loads rows of inputs (R,D) and labels (R) from host memory. */
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows);
 /* The same from the backend's alloc_host memory, without waiting: x and y

@@ -110,6 +110,8 @@ static int save_checkpoint(struct trainer *t)
 		.config = t->config_text,
 	};
 	snprintf(m.order, sizeof(m.order), "%s", order_name(t->loader.order));
+	snprintf(m.input_shape, sizeof(m.input_shape), "%d,%d,%d", t->model.in[0], t->model.in[1],
+		 t->model.in[2]);
 	t->last_ckpt_step = t->at.global_step;
 	int rc = state_save(&t->state, &m, cfg->ckpt_dir, cfg->keep, t->comm);
 	tensorboard_flush();

@@ -8,6 +8,16 @@ for flag in data eval-data layers activation optimizer lr batch epochs steps see
 	grep -q -- "--$flag " help.txt || fail "--help does not document --$flag"
 done
 "$MTRAIN" --version | grep -Eq '^mtrain [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
+# --help pictures the model the options describe, as Keras' summary does:
+# ResNet-20's projection shortcut indented in its block, taking the block's
+# input, its add taking both paths, and the totals.
+"$MTRAIN" --config "$(dirname "$0")/../../jobs/fmnist-resnet.conf" --help >resnet.txt
+grep -Eq '^  conv2d_9 +conv2d:32:1:2:same +14x14x32 +544  activation_6$' resnet.txt ||
+	{ cat resnet.txt; fail "--help: no conv2d_9, the first projection, in its block"; }
+grep -Eq '^add_3 +add +14x14x32 +0  batch_normalization_8, batch_normalization_9$' resnet.txt ||
+	fail "--help: add_3 does not take both paths"
+grep -q '^72 layers on input 28x28x1, 10 classes; 274,538 parameters: 272,970 trainable, 1,568 not' \
+	resnet.txt || fail "--help: ResNet-20's totals"
 ranks 2 "${SMALL[@]}" --steps 12 --ckpt-dir ck --metrics m.jsonl >log
 # The metrics file is JSON lines: start, train (steps 5, 10, 12, with lr),
 # eval (with epoch), checkpoint, end; a path with a quote stays valid JSON.

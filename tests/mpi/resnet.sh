@@ -36,4 +36,9 @@ grep -q "26 trainable variables, 26 shadows, 12 moving statistics, names canonic
 	{ cat names; fail "not the variables of 6 conv2d, 6 batch_normalization and a dense"; }
 h5dump -d /conv2d_5.kernel -H ck2/ckpt-00000020.h5 | grep -q "( 1, 1, 4, 6 )" ||
 	fail "conv2d_5 is not the 1x1 shortcut (written after its block's main path)"
-pass "ResNet blocks: --sync-bn 1, 2, 4 ranks within 1e-5, --zero 0 = --zero 1, resume bitwise, canonical names"
+# inspect lays the checkpoint's model out from its input_shape and config.
+"$MTRAIN" inspect ck2/ckpt-00000020.h5 >inspect.txt
+grep -Eq '^  conv2d_5 +conv2d:6:1:2:same +1x1x6 +30  activation_2$' inspect.txt &&
+	grep -Eq '^add_1 +add +1x1x6 +0  batch_normalization_4, batch_normalization_5$' inspect.txt ||
+	{ cat inspect.txt; fail "inspect: no model tree"; }
+pass "ResNet blocks: --sync-bn 1, 2, 4 ranks within 1e-5, --zero 0 = --zero 1, resume bitwise, canonical names, inspect's tree"

@@ -65,6 +65,7 @@ static void fixture_init(struct fixture *f)
 	snprintf(f->meta.created, sizeof(f->meta.created), "2025-01-02T03:04:05Z");
 	snprintf(f->meta.version, sizeof(f->meta.version), "0.1.0-test");
 	snprintf(f->meta.order, sizeof(f->meta.order), "feistel-1");
+	snprintf(f->meta.input_shape, sizeof(f->meta.input_shape), "28,28,1");
 }
 
 static void fixture_free(struct fixture *f)
@@ -165,8 +166,8 @@ static void check_round_trip(const char *dir, struct fixture *f, char *path, siz
 }
 
 /* The root attributes as mtrain writes them: 11 int64 scalars (format 2
- * added the digest of the others) and 5 fixed-length strings (format 3
- * added order), nothing else. */
+ * added the digest of the others) and 6 fixed-length strings (format 3
+ * added order, format 4 input_shape), nothing else. */
 static void check_attr_format(const char *path, const struct fixture *f)
 {
 	static const char *const nums[] = {"format_version", "global_step", "epoch",
@@ -174,12 +175,12 @@ static void check_attr_format(const char *path, const struct fixture *f)
 		"meta_fnv1a64"};
 	const char *strs[][2] = {{"format", CKPT_FORMAT}, {"config", f->meta.config},
 		{"created", f->meta.created}, {"mtrain_version", f->meta.version},
-		{"order", f->meta.order}};
+		{"order", f->meta.order}, {"input_shape", f->meta.input_shape}};
 	hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	EXPECT(file >= 0);
 	H5O_info_t info;
-	EXPECT(H5Oget_info_by_name(file, ".", &info, H5P_DEFAULT) >= 0 && info.num_attrs == 16);
-	for (int i = 0; i < 16; i++) {
+	EXPECT(H5Oget_info_by_name(file, ".", &info, H5P_DEFAULT) >= 0 && info.num_attrs == 17);
+	for (int i = 0; i < 17; i++) {
 		int num = i < 11;
 		const char *key = num ? nums[i] : strs[i - 11][0];
 		hid_t a = H5Aopen(file, key, H5P_DEFAULT), t = H5Aget_type(a), sp = H5Aget_space(a);
@@ -260,6 +261,8 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 	memcpy(p, q, sizeof(p));
 	EXPECT(copy_edited(p, dir, "opt2.h5", "created", NULL, q, sizeof(q)) == 0);
 	EXPECT(copy_edited(q, dir, "opt3.h5", "mtrain_version", NULL, p, sizeof(p)) == 0);
+	EXPECT(copy_edited(p, dir, "opt4.h5", "input_shape", NULL, q, sizeof(q)) == 0);
+	memcpy(p, q, sizeof(p));
 	user_error_clear();
 	EXPECT(ckpt_read_meta(p, &m) == 0);
 	EXPECT(!user_error_pending());
@@ -273,7 +276,7 @@ static void check_optional(const char *dir, const char *path, const struct fixtu
 	EXPECT(ckpt_inspect(p, 0, out) == 0);
 	fclose(out);
 	EXPECT(contains(text, "\nconfig          (absent)\ncreated         ?\n"
-			      "mtrain_version  ?\nmeta_fnv1a64    "));
+			      "mtrain_version  ?\ninput_shape     ?\nmeta_fnv1a64    "));
 	free(text);
 
 	/* A NULL config is written as "", as before. */
@@ -508,7 +511,8 @@ static void check_inspect(const char *path, const struct fixture *f)
 	for (const char *c = f->meta.config; *c; c++)
 		lines += *c == '\n';
 	snprintf(want, sizeof(want), "\nconfig          %d lines\ncreated         "
-		 "2025-01-02T03:04:05Z\nmtrain_version  0.1.0-test\nmeta_fnv1a64    ", lines);
+		 "2025-01-02T03:04:05Z\nmtrain_version  0.1.0-test\ninput_shape     28,28,1\n"
+		 "meta_fnv1a64    ", lines);
 	EXPECT(lines > 10 && contains(text, want));
 	EXPECT(contains(text, "\nglobal_step                                  [1]          int64    "));
 	free(text);

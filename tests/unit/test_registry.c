@@ -284,7 +284,14 @@ static void check_resnet(void)
 				MODEL_MAX_LAYERS, &n) == 0);
 	EXPECT(model_plan(&m, spec, n, in, 10, 1) == -1);
 	EXPECT(strstr(user_error_text(), "--model: the block at character 12 adds its main path's "
-		      "28x28x16 to its input's 28x28x8") != NULL);
+		      "28x28x16 to its input's 28x28x8: an add needs one shape (a projection shortcut "
+		      "changes it, e.g. [MAIN|conv2d:16:1:1,batchnorm])") != NULL);
+	user_error_clear();
+	EXPECT(layer_spec_parse("conv2d:8:3,[conv2d:16:3:2,batchnorm],relu,dense", "--model", spec,
+				MODEL_MAX_LAYERS, &n) == 0);
+	EXPECT(model_plan(&m, spec, n, in, 10, 1) == -1);
+	EXPECT(strstr(user_error_text(), "14x14x16 to its input's 28x28x8: an add needs one shape "
+		      "(a projection shortcut changes it, e.g. [MAIN|conv2d:16:1:2,batchnorm])"));
 	user_error_clear();
 }
 

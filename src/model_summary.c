@@ -1,0 +1,99 @@
+/* model_summary of model.h: the model as Keras' model.summary() shows one,
+ * as a tree (a block's layers indented under it). */
+#include "model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* n with thousands separated: "274,538". */
+static const char *grouped(size_t n, char *buf, size_t len)
+{
+	char digits[32];
+	int d = snprintf(digits, sizeof(digits), "%zu", n), used = 0;
+	for (int i = 0; i < d && (size_t)used + 2 < len; i++) {
+		if (i && (d - i) % 3 == 0)
+			buf[used++] = ',';
+		buf[used++] = digits[i];
+	}
+	buf[used] = 0;
+	return buf;
+}
+
+/* "1.78 MB", "3.2 KB", "96 B" of n bytes. */
+static const char *bytes(double n, char *buf, size_t len)
+{
+	if (n >= 1e6)
+		snprintf(buf, len, "%.2f MB", n / 1e6);
+	else if (n >= 1e3)
+		snprintf(buf, len, "%.1f KB", n / 1e3);
+	else
+		snprintf(buf, len, "%.0f B", n);
+	return buf;
+}
+
+/* Values of layer l's variables: every variable whose place is one of its. */
+static size_t layer_params(const struct model *m, const struct layer *l, int trainable_only)
+{
+	size_t n = 0;
+	for (int v = 0; v < l->n_vars; v++)
+		for (int p = 0; p < m->reg.n; p++)
+			if (m->reg.p[p].offset == l->var[v] && (m->reg.p[p].trainable || !trainable_only))
+				n += m->reg.p[p].size;
+	return n;
+}
+
+void model_summary(const struct model *m, FILE *f)
+{
+	int n = m->n_layers, depth[MODEL_MAX_LAYERS] = {0};
+	char names[MODEL_MAX_LAYERS][48];
+	const char *kinds[MODEL_MAX_LAYERS];
+	int counts[MODEL_MAX_LAYERS] = {0}, n_kinds = 0;
+	for (int i = 0; i < n; i++) {
+		const struct layer *l = &m->layer[i];
+		const char *kind = layer_class_name(l);
+		int k = 0;
+		while (k < n_kinds && strcmp(kinds[k], kind))
+			k++;
+		if (k == n_kinds)
+			kinds[n_kinds++] = kind;
+		params_layer_name(kind, counts[k]++, names[i], sizeof(names[i]));
+		/* An add closes its block: its main path's and shortcut's layers. */
+		if (l->spec.kind == LAYER_ADD)
+			for (int j = i - l->spec.units - l->spec.size; j < i; j++)
+				depth[j]++;
+	}
+	fprintf(f, "%-44s %-24s %-12s %10s  %s\n", "layer", "as written", "output", "params",
+		"takes");
+	size_t all = 0, trainable = 0;
+	for (int i = 0; i < n; i++) {
+		const struct layer *l = &m->layer[i];
+		char label[96], text[64], shape[32], count[32], takes[128] = "";
+		snprintf(label, sizeof(label), "%*s%s", 2 * depth[i], "", names[i]);
+		if (l->spec.kind == LAYER_ADD)
+			snprintf(text, sizeof(text), "add");
+		else
+			layer_spec_text(&l->spec, 1, text, sizeof(text));
+		snprintf(shape, sizeof(shape), "%dx%dx%d", l->out[0], l->out[1], l->out[2]);
+		size_t p = layer_params(m, l, 0);
+		all += p;
+		trainable += layer_params(m, l, 1);
+		/* Where it takes its input from, unless that is the layer above. */
+		for (int k = 0; k < l->n_src; k++)
+			if (l->n_src > 1 || l->src[k] != i - 1) {
+				size_t used = strlen(takes);
+				snprintf(takes + used, sizeof(takes) - used, "%s%s", used ? ", " : "",
+					 l->src[k] < 0 ? "input" : names[l->src[k]]);
+			}
+		fprintf(f, "%-44s %-24s %-12s %10s%s%s\n", label, text, shape,
+			grouped(p, count, sizeof(count)), *takes ? "  " : "", takes);
+	}
+	char a[32], t[32], u[32];
+	fprintf(f, "%d layers on input %dx%dx%d, %d classes; %s parameters: %s trainable, %s "
+		   "not (batch norm's moving statistics)\n",
+		n, m->in[0], m->in[1], m->in[2], m->classes, grouped(all, a, sizeof(a)),
+		grouped(trainable, t, sizeof(t)), grouped(all - trainable, u, sizeof(u)));
+	char planned[32], apart[32];
+	fprintf(f, "activations %s a row (outputs and gradients, planned; %s each apart)\n",
+		bytes(4.0 * (double)m->arena_per_row, planned, sizeof(planned)),
+		bytes(4.0 * (double)m->unplanned_per_row, apart, sizeof(apart)));
+}
