@@ -97,22 +97,30 @@ struct backend {
 	 * (C) scale * sum of (x - center)^2. */
 	void (*col_moment)(const struct backend *be, float *m, const float *x, const float *center,
 			   int rows, int cols, float scale);
-	/* y (R,C) = gamma * (x - mean) / sqrt(var + eps) + beta; y may alias x. */
+	/* y (R,C) = gamma * (x - mean) / sqrt(var + eps) + beta; y may alias x.
+	 * An activation fused after it: a (R,C) = act(y) in the same pass
+	 * unless a is NULL. */
 	void (*bn_forward)(const struct backend *be, float *y, const float *x, const float *mean,
 			   const float *var, const float *gamma, const float *beta, int rows,
-			   int cols, float eps);
-	/* sums (2C) = {sum over rows of dy * xhat (dgamma), of dy (dbeta)}. */
+			   int cols, float eps, float *a, enum act_kind act);
+	/* sums (2C) = {sum over rows of dy * xhat (dgamma), of dy (dbeta)}. With
+	 * z (R,C) not NULL, dy is the gradient of act(z), z bn_forward's y, and
+	 * act'(z) * dy stands for dy (an activation fused after it). */
 	void (*bn_backward_sums)(const struct backend *be, float *sums, const float *dy,
 				 const float *x, const float *mean, const float *var, int rows,
-				 int cols, float eps);
-	/* dx (R,C) = bn_dx with sums (2C) taken over inv_n's 1 / N values; dx
-	 * may alias dy. */
+				 int cols, float eps, const float *z, enum act_kind act);
+	/* dx (R,C) = bn_dx with sums (2C) taken over inv_n's 1 / N values, dy as
+	 * bn_backward_sums takes it (z, act); dx may alias dy. */
 	void (*bn_backward)(const struct backend *be, float *dx, const float *dy, const float *x,
 			    const float *mean, const float *var, const float *gamma,
-			    const float *sums, int rows, int cols, float eps, float inv_n);
+			    const float *sums, int rows, int cols, float eps, float inv_n,
+			    const float *z, enum act_kind act);
 	/* y (n) = a + b, elementwise; y may alias a or b (an add layer, and
-	 * the gradients a layer's input gets from several layers). */
-	void (*add)(const struct backend *be, float *y, const float *a, const float *b, size_t n);
+	 * the gradients a layer's input gets from several layers); out (n) =
+	 * act(y) in the same pass unless out is NULL (an activation fused
+	 * after it). */
+	void (*add)(const struct backend *be, float *y, const float *a, const float *b, size_t n,
+		    float *out, enum act_kind act);
 	/* x (n) *= alpha. */
 	void (*scale)(const struct backend *be, float *x, size_t n, float alpha);
 	/* dbias (O) = sum over rows of dz (R,O). */

@@ -232,6 +232,13 @@ MT_FN float act_bwd(enum act_kind act, float x, float dy)
 	return NAN;
 }
 
+/* The gradient an op takes when an activation is fused after it: act'(z[i])
+ * * dy[i], z being the op's output; dy[i] itself without one (z NULL). */
+MT_FN float fused_act_dy(enum act_kind act, const float *z, const float *dy, size_t i)
+{
+	return z ? act_bwd(act, z[i], dy[i]) : dy[i];
+}
+
 /* Softmax cross-entropy of one row of logits l (C) against class y: returns
  * log(sum exp(l - max)) - (l[y] - max), sets *correct to whether the argmax
  * is y, and, unless dl is NULL, writes dl (C) = scale * (softmax - onehot). */

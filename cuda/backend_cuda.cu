@@ -152,29 +152,31 @@ static void cu_col_moment(const struct backend *be, float *m, const float *x, co
 
 static void cu_bn_forward(const struct backend *be, float *y, const float *x, const float *mean,
 			  const float *var, const float *gamma, const float *beta, int rows,
-			  int cols, float eps)
+			  int cols, float eps, float *a, enum act_kind act)
 {
-	cuda_bn_forward(y, x, mean, var, gamma, beta, rows, cols, eps, stream_of(be));
+	cuda_bn_forward(y, x, mean, var, gamma, beta, rows, cols, eps, a, act, stream_of(be));
 }
 
 static void cu_bn_backward_sums(const struct backend *be, float *sums, const float *dy,
 				const float *x, const float *mean, const float *var, int rows,
-				int cols, float eps)
+				int cols, float eps, const float *z, enum act_kind act)
 {
-	cuda_bn_backward_sums(sums, dy, x, mean, var, rows, cols, eps, stream_of(be));
+	cuda_bn_backward_sums(sums, dy, x, mean, var, rows, cols, eps, z, act, stream_of(be));
 }
 
 static void cu_bn_backward(const struct backend *be, float *dx, const float *dy, const float *x,
 			   const float *mean, const float *var, const float *gamma,
-			   const float *sums, int rows, int cols, float eps, float inv_n)
+			   const float *sums, int rows, int cols, float eps, float inv_n,
+			   const float *z, enum act_kind act)
 {
-	cuda_bn_backward(dx, dy, x, mean, var, gamma, sums, rows, cols, eps, inv_n, stream_of(be));
+	cuda_bn_backward(dx, dy, x, mean, var, gamma, sums, rows, cols, eps, inv_n, z, act,
+			 stream_of(be));
 }
 
 static void cu_add(const struct backend *be, float *y, const float *a, const float *b,
-		   size_t n)
+		   size_t n, float *out, enum act_kind act)
 {
-	cuda_add(y, a, b, n, stream_of(be));
+	cuda_add(y, a, b, n, out, act, stream_of(be));
 }
 
 static void cu_scale(const struct backend *be, float *x, size_t n, float alpha)

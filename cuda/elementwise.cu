@@ -207,36 +207,46 @@ void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaS
 	CUDA_CHECK_LAUNCH();
 }
 
-/* Batch normalization, one thread per element of x (R,C). */
+/* Batch normalization, one thread per element of x (R,C); a = act(y) as
+ * well where a is not NULL (an activation fused after it). */
 __global__ void bn_forward_kernel(float *y, const float *x, const float *mean, const float *var,
 				  const float *gamma, const float *beta, size_t n, int cols,
-				  float eps)
+				  float eps, float *a, enum act_kind act)
 {
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 	if (i >= n)
 		return;
 	int j = (int)(i % cols);
-	y[i] = bn_y(x[i], mean[j], bn_invstd(var[j], eps), gamma[j], beta[j]);
+	float v = bn_y(x[i], mean[j], bn_invstd(var[j], eps), gamma[j], beta[j]);
+	y[i] = v;
+	if (a)
+		a[i] = act_fwd(act, v);
 }
 
 __global__ void bn_backward_kernel(float *dx, const float *dy, const float *x, const float *mean,
 				   const float *var, const float *gamma, const float *sums,
-				   size_t n, int cols, float eps, float inv_n)
+				   size_t n, int cols, float eps, float inv_n, const float *z,
+				   enum act_kind act)
 {
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
 	if (i >= n)
 		return;
 	int j = (int)(i % cols);
 	float inv = bn_invstd(var[j], eps);
-	dx[i] = bn_dx(dy[i], bn_xhat(x[i], mean[j], inv), gamma[j], inv, sums[j], sums[cols + j],
-		      inv_n);
+	dx[i] = bn_dx(fused_act_dy(act, z, dy, i), bn_xhat(x[i], mean[j], inv), gamma[j], inv, sums[j],
+		      sums[cols + j], inv_n);
 }
 
-__global__ void add_kernel(float *y, const float *a, const float *b, size_t n)
+__global__ void add_kernel(float *y, const float *a, const float *b, size_t n, float *out,
+			   enum act_kind act)
 {
 	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-	if (i < n)
-		y[i] = a[i] + b[i];
+	if (i >= n)
+		return;
+	float v = a[i] + b[i];
+	y[i] = v;
+	if (out)
+		out[i] = act_fwd(act, v);
 }
 
 __global__ void scale_kernel(float *x, size_t n, float alpha)
@@ -247,34 +257,35 @@ __global__ void scale_kernel(float *x, size_t n, float alpha)
 }
 
 void cuda_bn_forward(float *y, const float *x, const float *mean, const float *var,
-		     const float *gamma, const float *beta, int rows, int cols, float eps,
-		     cudaStream_t s)
+		     const float *gamma, const float *beta, int rows, int cols, float eps, float *a,
+		     enum act_kind act, cudaStream_t s)
 {
 	size_t n = (size_t)rows * cols;
 	if (!n)
 		return;
 	bn_forward_kernel<<<blocks_for(n), THREADS, 0, s>>>(y, x, mean, var, gamma, beta, n, cols,
-							    eps);
+							    eps, a, act);
 	CUDA_CHECK_LAUNCH();
 }
 
 void cuda_bn_backward(float *dx, const float *dy, const float *x, const float *mean,
 		      const float *var, const float *gamma, const float *sums, int rows, int cols,
-		      float eps, float inv_n, cudaStream_t s)
+		      float eps, float inv_n, const float *z, enum act_kind act, cudaStream_t s)
 {
 	size_t n = (size_t)rows * cols;
 	if (!n)
 		return;
 	bn_backward_kernel<<<blocks_for(n), THREADS, 0, s>>>(dx, dy, x, mean, var, gamma, sums, n,
-							     cols, eps, inv_n);
+							     cols, eps, inv_n, z, act);
 	CUDA_CHECK_LAUNCH();
 }
 
-void cuda_add(float *y, const float *a, const float *b, size_t n, cudaStream_t s)
+void cuda_add(float *y, const float *a, const float *b, size_t n, float *out, enum act_kind act,
+	      cudaStream_t s)
 {
 	if (!n)
 		return;
-	add_kernel<<<blocks_for(n), THREADS, 0, s>>>(y, a, b, n);
+	add_kernel<<<blocks_for(n), THREADS, 0, s>>>(y, a, b, n, out, act);
 	CUDA_CHECK_LAUNCH();
 }
 

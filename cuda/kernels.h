@@ -24,14 +24,16 @@ void cuda_pool_backward(float *dx, const float *dy, const float *x, int rows,
 void cuda_col_moment(float *m, const float *x, const float *center, int rows, int cols,
 		     float scale, cudaStream_t s);
 void cuda_bn_forward(float *y, const float *x, const float *mean, const float *var,
-		     const float *gamma, const float *beta, int rows, int cols, float eps,
-		     cudaStream_t s);
+		     const float *gamma, const float *beta, int rows, int cols, float eps, float *a,
+		     enum act_kind act, cudaStream_t s);
 void cuda_bn_backward_sums(float *sums, const float *dy, const float *x, const float *mean,
-			   const float *var, int rows, int cols, float eps, cudaStream_t s);
+			   const float *var, int rows, int cols, float eps, const float *z,
+			   enum act_kind act, cudaStream_t s);
 void cuda_bn_backward(float *dx, const float *dy, const float *x, const float *mean,
 		      const float *var, const float *gamma, const float *sums, int rows, int cols,
-		      float eps, float inv_n, cudaStream_t s);
-void cuda_add(float *y, const float *a, const float *b, size_t n, cudaStream_t s);
+		      float eps, float inv_n, const float *z, enum act_kind act, cudaStream_t s);
+void cuda_add(float *y, const float *a, const float *b, size_t n, float *out, enum act_kind act,
+	      cudaStream_t s);
 void cuda_scale(float *x, size_t n, float alpha, cudaStream_t s);
 void cuda_bias_grad(float *dbias, const float *dz, int rows, int cols, cudaStream_t s);
 void cuda_xent(float *dlogits, float *stats, const float *logits, const int32_t *labels,

@@ -55,7 +55,7 @@ __global__ void col_moment_kernel(float *m, const float *x, const float *center,
 
 __global__ void bn_backward_sums_kernel(float *sums, const float *dy, const float *x,
 					const float *mean, const float *var, int rows, int cols,
-					float eps)
+					float eps, const float *z, enum act_kind act)
 {
 	__shared__ double part[2][THREADS];
 	int j = blockIdx.x;
@@ -63,8 +63,9 @@ __global__ void bn_backward_sums_kernel(float *sums, const float *dy, const floa
 	double dgamma = 0.0, dbeta = 0.0;
 	for (int r = threadIdx.x; r < rows; r += THREADS) {
 		size_t at = (size_t)r * cols + j;
-		dgamma += dy[at] * bn_xhat(x[at], mean[j], inv);
-		dbeta += dy[at];
+		float d = fused_act_dy(act, z, dy, at);
+		dgamma += d * bn_xhat(x[at], mean[j], inv);
+		dbeta += d;
 	}
 	part[0][threadIdx.x] = dgamma;
 	part[1][threadIdx.x] = dbeta;
@@ -132,10 +133,12 @@ void cuda_col_moment(float *m, const float *x, const float *center, int rows, in
 }
 
 void cuda_bn_backward_sums(float *sums, const float *dy, const float *x, const float *mean,
-			   const float *var, int rows, int cols, float eps, cudaStream_t s)
+			   const float *var, int rows, int cols, float eps, const float *z,
+			   enum act_kind act, cudaStream_t s)
 {
 	if (!cols)
 		return;
-	bn_backward_sums_kernel<<<cols, THREADS, 0, s>>>(sums, dy, x, mean, var, rows, cols, eps);
+	bn_backward_sums_kernel<<<cols, THREADS, 0, s>>>(sums, dy, x, mean, var, rows, cols, eps, z,
+							 act);
 	CUDA_CHECK_LAUNCH();
 }

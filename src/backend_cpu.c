@@ -141,9 +141,26 @@ static int bn_block(float *inv, const float *var, int j0, int cols, float eps)
 	return nj;
 }
 
+/* dy[at, at + n) as an op with an activation fused after it takes it:
+ * fused_act_dy (mathfn.h) into buf, relu's loop apart so that it
+ * vectorises; dy itself without z. */
+static inline const float *fused_row(const float *dy, const float *z, size_t at, int n,
+				     enum act_kind act, float *buf)
+{
+	if (!z)
+		return dy + at;
+	if (act == ACT_RELU)
+		for (int j = 0; j < n; j++)
+			buf[j] = z[at + j] > 0.0f ? dy[at + j] : 0.0f;
+	else
+		for (int j = 0; j < n; j++)
+			buf[j] = fused_act_dy(act, z, dy, at + (size_t)j);
+	return buf;
+}
+
 static void cpu_bn_forward(const struct backend *be, float *y, const float *x, const float *mean,
 			   const float *var, const float *gamma, const float *beta, int rows,
-			   int cols, float eps)
+			   int cols, float eps, float *a, enum act_kind act)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
 		float inv[BN_BLOCK];
@@ -153,23 +170,27 @@ static void cpu_bn_forward(const struct backend *be, float *y, const float *x, c
 			for (int j = 0; j < nj; j++)
 				y[at + j] = bn_y(x[at + j], mean[j0 + j], inv[j], gamma[j0 + j],
 						 beta[j0 + j]);
+			if (a)
+				cpu_act_forward(be, a + at, y + at, (size_t)nj, act);
 		}
 	}
 }
 
+
 static void cpu_bn_backward_sums(const struct backend *be, float *sums, const float *dy,
 				 const float *x, const float *mean, const float *var, int rows,
-				 int cols, float eps)
+				 int cols, float eps, const float *z, enum act_kind act)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
-		float inv[BN_BLOCK];
+		float inv[BN_BLOCK], buf[BN_BLOCK];
 		double dgamma[BN_BLOCK] = {0}, dbeta[BN_BLOCK] = {0};
 		int nj = bn_block(inv, var, j0, cols, eps);
 		for (int r = 0; r < rows; r++) {
 			size_t at = (size_t)r * cols + j0;
+			const float *d = fused_row(dy, z, at, nj, act, buf);
 			for (int j = 0; j < nj; j++) {
-				dgamma[j] += dy[at + j] * bn_xhat(x[at + j], mean[j0 + j], inv[j]);
-				dbeta[j] += dy[at + j];
+				dgamma[j] += d[j] * bn_xhat(x[at + j], mean[j0 + j], inv[j]);
+				dbeta[j] += d[j];
 			}
 		}
 		for (int j = 0; j < nj; j++) {
@@ -181,28 +202,36 @@ static void cpu_bn_backward_sums(const struct backend *be, float *sums, const fl
 
 static void cpu_bn_backward(const struct backend *be, float *dx, const float *dy, const float *x,
 			    const float *mean, const float *var, const float *gamma,
-			    const float *sums, int rows, int cols, float eps, float inv_n)
+			    const float *sums, int rows, int cols, float eps, float inv_n,
+			    const float *z, enum act_kind act)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
-		float inv[BN_BLOCK];
+		float inv[BN_BLOCK], buf[BN_BLOCK];
 		int nj = bn_block(inv, var, j0, cols, eps);
 		for (int r = 0; r < rows; r++) {
 			size_t at = (size_t)r * cols + j0;
+			const float *d = fused_row(dy, z, at, nj, act, buf);
 			for (int j = 0; j < nj; j++) {
 				int c = j0 + j;
 				float xhat = bn_xhat(x[at + j], mean[c], inv[j]);
-				dx[at + j] = bn_dx(dy[at + j], xhat, gamma[c], inv[j], sums[c],
-						   sums[cols + c], inv_n);
+				dx[at + j] = bn_dx(d[j], xhat, gamma[c], inv[j], sums[c], sums[cols + c],
+						   inv_n);
 			}
 		}
 	}
 }
 
 static void cpu_add(const struct backend *be, float *y, const float *a, const float *b,
-		    size_t n)
+		    size_t n, float *out, enum act_kind act)
 {
-	for (size_t i = 0; i < n; i++)
-		y[i] = a[i] + b[i];
+	enum { BLOCK = 256 }; /* the activation while the block is in L1 */
+	for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
+		size_t m = n - i0 < BLOCK ? n - i0 : BLOCK;
+		for (size_t i = i0; i < i0 + m; i++)
+			y[i] = a[i] + b[i];
+		if (out)
+			cpu_act_forward(be, out + i0, y + i0, m, act);
+	}
 }
 
 static void cpu_scale(const struct backend *be, float *x, size_t n, float alpha)

@@ -171,6 +171,7 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 		struct state state;
 		struct evaluator ev;
 		struct ckpt_meta m;
+		model.train_rows = 1; /* it never trains: the arena is evaluation's */
 		model_alloc(&model, be, cfg.eval_batch);
 		/* Not an owner: the shadows are the checkpoint's, never updated. */
 		ema_init(&ema, be, model.w, model.reg.trainable, model.reg.total, cfg.ema_decay,

@@ -59,9 +59,11 @@ void layer_bn_forward(struct layer *l, const struct layer_ctx *c)
 	int C = l->in[2], R = c->rows * l->in[0] * l->in[1];
 	float *const *w = c->w;
 	float *mean = l->aux, *var = l->aux + C;
+	/* An activation after it (layer.act) in the same pass. */
+	enum act_kind act = l->act >= 0 ? (enum act_kind)l->act : ACT_RELU;
 	if (!c->training) {
 		be->bn_forward(be, l->y, c->x, w[BN_MOVING_MEAN], w[BN_MOVING_VAR], w[BN_GAMMA],
-			       w[BN_BETA], R, C, BN_EPSILON);
+			       w[BN_BETA], R, C, BN_EPSILON, c->act_y, act);
 		return;
 	}
 	/* Two passes (the mean, then the squares about it): exact where a
@@ -73,7 +75,8 @@ void layer_bn_forward(struct layer *l, const struct layer_ctx *c)
 	be->col_moment(be, var, c->x, mean, R, C, inv_n);
 	if (c->sum)
 		c->sum(c->sum_ctx, var, (size_t)C);
-	be->bn_forward(be, l->y, c->x, mean, var, w[BN_GAMMA], w[BN_BETA], R, C, BN_EPSILON);
+	be->bn_forward(be, l->y, c->x, mean, var, w[BN_GAMMA], w[BN_BETA], R, C, BN_EPSILON,
+		       c->act_y, act);
 	l->aux_rows = c->rows;
 }
 
@@ -82,7 +85,11 @@ void layer_bn_backward(struct layer *l, const struct layer_ctx *c, const float *
 	const struct backend *be = c->be;
 	int C = l->in[2], R = c->rows * l->in[0] * l->in[1];
 	float *mean = l->aux, *var = l->aux + C, *sums = l->aux + 2 * C;
-	be->bn_backward_sums(be, sums, dy, c->x, mean, var, R, C, BN_EPSILON);
+	/* The activation after it, its backward too (layer.act_back): dy is the
+	 * gradient of act(y). */
+	const float *z = l->act_back ? l->y : NULL;
+	enum act_kind act = l->act_back ? (enum act_kind)l->act : ACT_RELU;
+	be->bn_backward_sums(be, sums, dy, c->x, mean, var, R, C, BN_EPSILON, z, act);
 	be->copy(be, c->g[BN_GAMMA], sums, sizeof(float) * (size_t)C);
 	be->copy(be, c->g[BN_BETA], sums + C, sizeof(float) * (size_t)C);
 	layer_grads_ready(c, BN_BETA, (size_t)C);
@@ -91,7 +98,7 @@ void layer_bn_backward(struct layer *l, const struct layer_ctx *c, const float *
 	if (c->sum) /* the global batch's sums: every rank's values moved its mean */
 		c->sum(c->sum_ctx, sums, 2 * (size_t)C);
 	be->bn_backward(be, dx, dy, c->x, mean, var, c->w[BN_GAMMA], sums, R, C, BN_EPSILON,
-			(float)(1.0 / bn_count(l, c, c->rows)));
+			(float)(1.0 / bn_count(l, c, c->rows)), z, act);
 }
 
 void layer_bn_update_state(struct layer *l, const struct layer_ctx *c)

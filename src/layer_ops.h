@@ -19,6 +19,8 @@ struct layer_ops {
 	int in_place;  /* backward may write dx over dy */
 	int alias;     /* its output is its input: no buffer, no forward */
 	int fuses_act; /* applies an activation right after it in its own pass */
+	int fuses_act_back; /* and its backward (act' in its own backward's
+			     * passes), where it alone takes this one's output */
 	int no_x_back; /* its backward never reads its input */
 	int merge;     /* adds its inputs: the model gives dy to each (no backward) */
 };

@@ -108,6 +108,8 @@ static void act_forward(struct layer *l, const struct layer_ctx *c)
 
 static void act_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
+	if (l->fused_back) /* the layer before applies act' (dx is dy: the plan) */
+		return;
 	if (dx)
 		c->be->act_backward(c->be, dx, dy, c->x, (size_t)c->rows * l->out_size,
 				    (enum act_kind)layer_spec_act(&l->spec));
@@ -159,7 +161,8 @@ static double no_flops(const struct layer *l) { return 0.0; }
  * gradient is dy for each, which the model passes on. */
 static void add_forward(struct layer *l, const struct layer_ctx *c)
 {
-	c->be->add(c->be, l->y, c->x, c->x2, (size_t)c->rows * l->out_size);
+	c->be->add(c->be, l->y, c->x, c->x2, (size_t)c->rows * l->out_size, c->act_y,
+		   l->act >= 0 ? (enum act_kind)l->act : ACT_RELU);
 }
 
 static double add_flops(const struct layer *l) { return (double)l->out_size; }
@@ -339,12 +342,12 @@ static const struct layer_ops table[] = {
 			   .backward = dropout_backward, .flops = no_flops, .in_place = 1,
 			   .no_x_back = 1},
 	[LAYER_ADD] = {.layer = "add", .shape = same_shape, .forward = add_forward, .flops = add_flops,
-		       .in_place = 1, .no_x_back = 1, .merge = 1},
+		       .in_place = 1, .no_x_back = 1, .merge = 1, .fuses_act = 1},
 	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = layer_bn_shape,
 			     .vars = layer_bn_vars, .init = layer_bn_init,
 			     .forward = layer_bn_forward, .backward = layer_bn_backward,
 			     .flops = layer_bn_flops, .update_state = layer_bn_update_state,
-			     .in_place = 1},
+			     .in_place = 1, .fuses_act = 1, .fuses_act_back = 1},
 	ACT_KINDS(ACT_ENTRY)
 };
 #undef POOL_ENTRY
@@ -402,6 +405,8 @@ int layer_fuses(const struct layer *l, const struct layer *next)
 }
 
 int layer_is_alias(const struct layer *l) { return table[l->spec.kind].alias; }
+
+int layer_fuses_back(const struct layer *l) { return table[l->spec.kind].fuses_act_back; }
 
 void layer_forward(struct layer *l, const struct layer_ctx *c)
 {

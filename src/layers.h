@@ -36,6 +36,11 @@ struct layer {
 				   * applies in its own pass, for the layer after
 				   * it (layer_fuses), or -1 */
 	int fused;                /* an activation the layer before applies */
+	int act_back;             /* it applies act's backward too (it alone takes
+				   * this layer's output): its dy is the gradient of
+				   * act(y), and it reads its own y */
+	int fused_back;           /* an activation whose backward the layer before
+				   * applies: its own does nothing */
 	int src[2];               /* the layers whose outputs it takes (-1: the
 				   * model's input); src[1]: an add's second, else -1 */
 	int n_src;                /* 1, or 2 for an add */
@@ -108,6 +113,9 @@ void layer_init(const struct layer *l, struct rng *r, float *host_w);
  * its own pass (the table's fuses_act column: dense and conv2d add their
  * bias and apply it in one bias_act), leaving next's forward nothing to do. */
 int layer_fuses(const struct layer *l, const struct layer *next);
+/* Whether l's kind applies its fused activation's backward too (the
+ * table's fuses_act_back column: batchnorm). */
+int layer_fuses_back(const struct layer *l);
 /* Whether l's output is its input itself (the table's alias column:
  * flatten): it has no buffer of its own and its forward does nothing. */
 int layer_is_alias(const struct layer *l);

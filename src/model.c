@@ -149,6 +149,20 @@ static void plan_grads(struct model *m, int n)
 			l->backward |= l->needs_dx[k];
 		}
 	}
+	/* A fused activation's backward too, where the layer that applies it
+	 * (batchnorm) is the one layer taking that layer's output. */
+	int takers[MODEL_MAX_LAYERS] = {0};
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < m->layer[i].n_src; k++)
+			if (m->layer[i].src[k] >= 0)
+				takers[m->layer[i].src[k]]++;
+	for (int i = 0; i + 1 < n; i++) {
+		struct layer *l = &m->layer[i];
+		if (l->act >= 0 && layer_fuses_back(l) && takers[i] == 1 && l->backward) {
+			l->act_back = 1;
+			m->layer[i + 1].fused_back = 1;
+		}
+	}
 	for (int i = n - 1; i >= 0; i--) {
 		struct layer *l = &m->layer[i];
 		for (int k = 0; k < l->n_src; k++)
@@ -251,6 +265,9 @@ static void plan_arena(struct model *m, int n)
 	}
 	if (ystore[n - 1] >= 0)
 		span_use(&sp[ystore[n - 1]], n - 1);
+	for (int i = 0; i < n; i++) /* one that applies act' itself reads its own y */
+		if (m->layer[i].act_back)
+			span_use(&sp[ystore[i]], back0 - i);
 	/* Gradients, last layer first: the loss writes the last one's. */
 	/* users: the layers that give s a gradient; only: the last of them
 	 * (the one, when there is one), only_k: which of its inputs s is */
@@ -287,6 +304,32 @@ static void plan_arena(struct model *m, int n)
 		m->y_at[i] = ystore[i] >= 0 ? sp[ystore[i]].at : MODEL_NO_BUFFER;
 		m->dy_at[i] = dstore[i] >= 0 ? sp[dstore[i]].at : MODEL_NO_BUFFER;
 	}
+	/* Evaluating: outputs only, each kept until the last forward that
+	 * reads it (the loss reads the last). */
+	int e = 0;
+	for (int i = 0; i < n; i++)
+		if (ystore[i] >= 0 && ystore[i] == e) { /* a span of its own, in order */
+			const struct layer *l = &m->layer[i];
+			sp[e++] = (struct span){(l->out_size + align - 1) / align * align, 0,
+						l->fused ? i - 1 : i, i};
+		}
+	for (int c = 0; c < n; c++)
+		for (int q = 0; q < m->layer[c].n_src; q++) {
+			int s = m->layer[c].src[q];
+			if (s >= 0 && ystore[s] >= 0)
+				span_use(&sp[ystore[s]], c);
+		}
+	if (ystore[n - 1] >= 0)
+		span_use(&sp[ystore[n - 1]], n);
+	m->eval_per_row = place_spans(sp, e);
+	for (int i = 0; i < n; i++)
+		m->y_eval_at[i] = ystore[i] >= 0 ? sp[ystore[i]].at : MODEL_NO_BUFFER;
+	/* An activation whose backward the layer before applies passes its dy
+	 * on untouched: the two must be one buffer. */
+	for (int i = 1; i < n; i++)
+		if (m->layer[i].fused_back && dstore[i] != dstore[i - 1])
+			check_fail("model", "plan_arena", "a fused activation's gradient apart",
+				   __FILE__, __LINE__);
 	free(ystore);
 	free(dstore);
 	free(sp);
@@ -335,17 +378,46 @@ static size_t model_cols_floats(const struct model *m, const struct backend *be,
 	return most;
 }
 
+/* The rows a training call may take: train_rows, at most max_rows. */
+static size_t train_rows(const struct model *m, int max_rows)
+{
+	return (size_t)(m->train_rows > 0 && m->train_rows < max_rows ? m->train_rows : max_rows);
+}
+
+double model_arena_bytes(const struct model *m, int max_rows)
+{
+	double train = (double)train_rows(m, max_rows) * (double)m->arena_per_row,
+	       eval = (double)max_rows * (double)m->eval_per_row;
+	return 4.0 * (train > eval ? train : eval);
+}
+
+/* Points the layers' outputs at the places of training's plan (training
+ * set) or evaluation's, in the arena. */
+static void use_layout(struct model *m, int training)
+{
+	if (m->layout == training)
+		return;
+	size_t R = training ? train_rows(m, m->max_rows) : (size_t)m->max_rows;
+	const size_t *at = training ? m->y_at : m->y_eval_at;
+	for (int i = 0; i < m->n_layers; i++) {
+		struct layer *l = &m->layer[i];
+		l->y = at[i] != MODEL_NO_BUFFER ? m->arena + R * at[i]
+			: l->src[0] < 0 ? m->x : m->layer[l->src[0]].y; /* an alias */
+	}
+	m->layout = training;
+}
+
 double model_bytes(const struct model *m, int max_rows)
 {
 	double R = max_rows,
-	       per_row = m->in_dim + 1.0 + (double)m->max_width + (double)m->arena_per_row +
-			 (double)m->max_cols;
+	       per_row = m->in_dim + 1.0 + (double)m->max_width + (double)m->max_cols;
 	double aux = 0;
 	for (int i = 0; i < m->n_layers; i++)
 		aux += (double)m->layer[i].aux_size;
-	/* w, g, the layers' own; x, y, the arena, acc, cols (at most: a backend
+	/* w, g, the layers' own, the arena; x, y, acc, cols (at most: a backend
 	 * with a cols_budget takes less) */
-	return 4.0 * (2.0 * (double)m->reg.total + aux + R * per_row);
+	return 4.0 * (2.0 * (double)m->reg.total + aux + R * per_row) +
+	       model_arena_bytes(m, max_rows);
 }
 
 void model_alloc(struct model *m, const struct backend *be, int max_rows)
@@ -358,14 +430,15 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	m->g = be->alloc(be, room * sizeof(float));
 	m->x = be->alloc(be, R * m->in_dim * sizeof(float));
 	m->y = be->alloc(be, R * sizeof(int32_t));
-	m->arena = be->alloc(be, R * m->arena_per_row * sizeof(float));
+	m->arena = be->alloc(be, (size_t)model_arena_bytes(m, max_rows));
+	size_t Rt = train_rows(m, max_rows);
 	for (int i = 0; i < m->n_layers; i++) {
 		struct layer *l = &m->layer[i];
-		l->y = m->y_at[i] != MODEL_NO_BUFFER ? m->arena + R * m->y_at[i]
-			: l->src[0] < 0 ? m->x : m->layer[l->src[0]].y; /* an alias */
-		l->dy = m->dy_at[i] != MODEL_NO_BUFFER ? m->arena + R * m->dy_at[i] : NULL;
+		l->dy = m->dy_at[i] != MODEL_NO_BUFFER ? m->arena + Rt * m->dy_at[i] : NULL;
 		l->aux = l->aux_size ? be->alloc(be, l->aux_size * sizeof(float)) : NULL;
 	}
+	m->layout = -1;
+	use_layout(m, 1);
 	m->dlogits = m->layer[m->n_layers - 1].dy;
 	m->acc = be->alloc(be, R * m->max_width * sizeof(float));
 	m->stats = be->alloc(be, 2 * sizeof(float));
@@ -494,6 +567,10 @@ void model_set_position(struct model *m, long step, long row0)
 
 void model_layer_forward(struct model *m, int i, int rows, int training)
 {
+	if ((size_t)rows > (training ? train_rows(m, m->max_rows) : (size_t)m->max_rows))
+		check_fail("model", "model_layer_forward", "more rows than the model was allocated for",
+			   __FILE__, __LINE__);
+	use_layout(m, training);
 	struct layer_ctx c = layer_ctx(m, i, rows, training, NULL, NULL);
 	layer_forward(&m->layer[i], &c);
 }
@@ -523,7 +600,7 @@ static void give(struct model *m, const struct layer *l, int k, const float *g, 
 	if (dst == g)
 		return;
 	if (l->accumulate[k])
-		m->be->add(m->be, dst, dst, g, n);
+		m->be->add(m->be, dst, dst, g, n, NULL, ACT_RELU);
 	else
 		m->be->copy(m->be, dst, g, n * sizeof(float));
 }

@@ -37,8 +37,17 @@ struct model {
 	size_t y_at[MODEL_MAX_LAYERS], dy_at[MODEL_MAX_LAYERS]; /* each layer's output
 				* and its gradient: floats per row into the arena,
 				* MODEL_NO_BUFFER: none (an alias, or no gradient) */
-	size_t arena_per_row;  /* the arena's floats per row */
+	size_t arena_per_row;  /* the arena's floats per row of a training call */
 	size_t unplanned_per_row; /* what the same buffers would take apart */
+	size_t y_eval_at[MODEL_MAX_LAYERS]; /* each layer's output when evaluating
+				* (forward only: nothing kept for a backward) */
+	size_t eval_per_row;   /* the arena's floats per row of an evaluation */
+	int train_rows;        /* rows a training call takes at most, set before
+				* model_alloc (the arena holds that many of a
+				* training call's and max_rows of an evaluation's);
+				* 0: max_rows */
+	int layout;            /* whose places the layers' y point to: 1
+				* training's, 0 evaluation's */
 	uint64_t seed;         /* dropout masks' */
 	long step, row0;       /* the batch's global step and first row in the
 				* global batch (dropout masks) */
@@ -57,7 +66,8 @@ struct model {
 				* stays 0 */
 	float *x;              /* (R, D) input batch */
 	int32_t *y;            /* (R) labels */
-	float *arena;          /* (R, arena_per_row) outputs and gradients */
+	float *arena;          /* outputs and gradients: (train_rows,
+				* arena_per_row) or (R, eval_per_row), the more */
 	float *dlogits;        /* (R, C) the last layer's dy, in the arena */
 	float *acc;            /* (R, max_width) a gradient to be added to one
 				* already given (model_layer_backward) */
@@ -88,6 +98,9 @@ int model_plan(struct model *m, const struct layer_spec *spec, int n, const int 
  * for tests and tools; aborts if it cannot be laid out. */
 void model_init(struct model *m, const struct backend *be, int in_dim, int classes,
 		const int *hidden, int n_hidden, enum act_kind act, int max_rows);
+/* The bytes of the activation arena for calls of up to max_rows rows (and
+ * train_rows of training's). */
+double model_arena_bytes(const struct model *m, int max_rows);
 /* The bytes model_alloc will take for batches of up to max_rows. */
 double model_bytes(const struct model *m, int max_rows);
 /* Allocates every buffer for batches of up to max_rows. */

@@ -92,8 +92,10 @@ void model_summary(const struct model *m, FILE *f)
 		   "not (batch norm's moving statistics)\n",
 		n, m->in[0], m->in[1], m->in[2], m->classes, grouped(all, a, sizeof(a)),
 		grouped(trainable, t, sizeof(t)), grouped(all - trainable, u, sizeof(u)));
-	char planned[32], apart[32];
-	fprintf(f, "activations %s a row (outputs and gradients, planned; %s each apart)\n",
+	char planned[32], apart[32], eval[32];
+	fprintf(f, "activations %s a row training (outputs and gradients, planned; %s each "
+		   "apart), %s evaluating\n",
 		bytes(4.0 * (double)m->arena_per_row, planned, sizeof(planned)),
-		bytes(4.0 * (double)m->unplanned_per_row, apart, sizeof(apart)));
+		bytes(4.0 * (double)m->unplanned_per_row, apart, sizeof(apart)),
+		bytes(4.0 * (double)m->eval_per_row, eval, sizeof(eval)));
 }

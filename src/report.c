@@ -82,7 +82,7 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		snprintf(per_rank, sizeof(per_rank), "%d-%d", low, high);
 	/* The arena of outputs and gradients, for the most rows a call takes. */
 	char acts[32];
-	bytes_text(acts, sizeof(acts), 4.0 * (double)m->max_rows * (double)m->arena_per_row);
+	bytes_text(acts, sizeof(acts), model_arena_bytes(m, m->max_rows));
 	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %s, "
 		 "%zu parameters, activations %s per rank; %s lr %g, batch %d (%s per rank), "
 		 "%ld steps (%ld per epoch)",

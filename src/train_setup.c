@@ -96,6 +96,9 @@ static int build(struct trainer *t, int max_rows)
 				 "step and is seen only when a comparison falls on it");
 		shard_plan(&t->shard, t->model.reg.trainable, zero ? c->rank : 0, zero ? c->size : 1);
 		t->model.room = (size_t)t->shard.ranks * t->shard.each;
+		/* A training call takes this rank's rows of a batch; evaluation up
+		 * to max_rows (--eval-batch), forward only. */
+		t->model.train_rows = (cfg->batch + c->size - 1) / c->size;
 		double P = (double)t->model.reg.total;
 		/* With the reader's ring: read_ahead + 1 of this rank's batches. */
 		double ring = (cfg->read_ahead + 1.0) * ((cfg->batch + c->size - 1) / c->size) *

@@ -165,17 +165,28 @@ static void check_batchnorm(void)
 	cpu->col_moment(cpu, var.c, x.c, mean.c, rows, cols, 1.0f / rows);
 	gpu->col_moment(gpu, var.g, x.g, mean.g, rows, cols, 1.0f / rows);
 	EXPECT_CLOSE(var, TOL_FP32, "col_moment variance");
-	cpu->bn_forward(cpu, y.c, x.c, mean.c, var.c, gamma.c, beta.c, rows, cols, 1e-3f);
-	gpu->bn_forward(gpu, y.g, x.g, mean.g, var.g, gamma.g, beta.g, rows, cols, 1e-3f);
-	EXPECT_CLOSE(y, TOL_FP32, "bn_forward");
-	cpu->bn_backward_sums(cpu, sums.c, dy.c, x.c, mean.c, var.c, rows, cols, 1e-3f);
-	gpu->bn_backward_sums(gpu, sums.g, dy.g, x.g, mean.g, var.g, rows, cols, 1e-3f);
-	EXPECT_CLOSE(sums, TOL_FP32, "bn_backward_sums");
-	cpu->bn_backward(cpu, dx.c, dy.c, x.c, mean.c, var.c, gamma.c, sums.c, rows, cols, 1e-3f,
-			 1.0f / rows);
-	gpu->bn_backward(gpu, dx.g, dy.g, x.g, mean.g, var.g, gamma.g, sums.g, rows, cols, 1e-3f,
-			 1.0f / rows);
-	EXPECT_CLOSE(dx, TOL_FP32, "bn_backward");
+	/* Plain, then with each activation fused after it (forward: a as well;
+	 * backward: act'(y) applied to dy inside both passes). */
+	struct pair a = random_pair(n, 0, 1);
+	for (int act = -1; act < ACT_COUNT; act++) {
+		enum act_kind k = act < 0 ? ACT_RELU : (enum act_kind)act;
+		cpu->bn_forward(cpu, y.c, x.c, mean.c, var.c, gamma.c, beta.c, rows, cols, 1e-3f,
+				act < 0 ? NULL : a.c, k);
+		gpu->bn_forward(gpu, y.g, x.g, mean.g, var.g, gamma.g, beta.g, rows, cols, 1e-3f,
+				act < 0 ? NULL : a.g, k);
+		EXPECT_CLOSE(y, TOL_FP32, "bn_forward");
+		EXPECT_CLOSE(a, TOL_FP32, "bn_forward's fused activation");
+		const float *zc = act < 0 ? NULL : y.c, *zg = act < 0 ? NULL : y.g;
+		cpu->bn_backward_sums(cpu, sums.c, dy.c, x.c, mean.c, var.c, rows, cols, 1e-3f, zc, k);
+		gpu->bn_backward_sums(gpu, sums.g, dy.g, x.g, mean.g, var.g, rows, cols, 1e-3f, zg, k);
+		EXPECT_CLOSE(sums, TOL_FP32, "bn_backward_sums");
+		cpu->bn_backward(cpu, dx.c, dy.c, x.c, mean.c, var.c, gamma.c, sums.c, rows, cols,
+				 1e-3f, 1.0f / rows, zc, k);
+		gpu->bn_backward(gpu, dx.g, dy.g, x.g, mean.g, var.g, gamma.g, sums.g, rows, cols,
+				 1e-3f, 1.0f / rows, zg, k);
+		EXPECT_CLOSE(dx, TOL_FP32, "bn_backward");
+	}
+	release(a);
 	cpu->scale(cpu, dx.c, n, 0.37f);
 	gpu->scale(gpu, dx.g, n, 0.37f);
 	EXPECT_CLOSE(dx, TOL_FP32, "scale");
@@ -213,13 +224,15 @@ static void check_elementwise(void)
 	check_windows();
 	struct pair dz = random_pair(n, -1, 1), db = random_pair(cols, 0, 1);
 	struct pair sum = random_pair(n, 0, 1), other = random_pair(n, -1, 1);
-	cpu->add(cpu, sum.c, dz.c, other.c, n);
-	gpu->add(gpu, sum.g, dz.g, other.g, n);
+	struct pair out = random_pair(n, 0, 1);
+	cpu->add(cpu, sum.c, dz.c, other.c, n, out.c, ACT_GELU); /* an add fused with gelu */
+	gpu->add(gpu, sum.g, dz.g, other.g, n, out.g, ACT_GELU);
 	EXPECT_CLOSE(sum, 0.0, "add");
-	cpu->add(cpu, sum.c, sum.c, dz.c, n); /* in place, as the model accumulates */
-	gpu->add(gpu, sum.g, sum.g, dz.g, n);
+	EXPECT_CLOSE(out, TOL_FP32, "add's fused activation");
+	cpu->add(cpu, sum.c, sum.c, dz.c, n, NULL, ACT_RELU); /* in place, as the model accumulates */
+	gpu->add(gpu, sum.g, sum.g, dz.g, n, NULL, ACT_RELU);
 	EXPECT_CLOSE(sum, 0.0, "add in place");
-	release(sum), release(other);
+	release(sum), release(other), release(out);
 	cpu->bias_grad(cpu, db.c, dz.c, rows, cols);
 	gpu->bias_grad(gpu, db.g, dz.g, rows, cols);
 	EXPECT_CLOSE(db, TOL_FP32, "bias_grad");
