@@ -149,9 +149,11 @@ static inline const float *fused_row(const float *dy, const float *z, size_t at,
 {
 	if (!z)
 		return dy + at;
-	if (act == ACT_RELU)
-		for (int j = 0; j < n; j++)
-			buf[j] = z[at + j] > 0.0f ? dy[at + j] : 0.0f;
+	if (act == ACT_RELU) /* both loaded unconditionally: no branch, vectorises */
+		for (int j = 0; j < n; j++) {
+			float d = dy[at + j];
+			buf[j] = z[at + j] > 0.0f ? d : 0.0f;
+		}
 	else
 		for (int j = 0; j < n; j++)
 			buf[j] = fused_act_dy(act, z, dy, at + (size_t)j);
