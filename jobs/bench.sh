@@ -6,9 +6,12 @@
 #        single-thread OpenBLAS sgemm rate for the same matrix products
 #        (bench_sgemm);
 #   cnn: a --model CNN (BENCH_CNN_MODEL) against the sgemm rate of its
-#        products and layer by layer (bench_layers), and both models against
-#        the same model in PyTorch on this machine (jobs/bench_torch.py, when
-#        a python3 here imports torch; that row is skipped otherwise).
+#        products and layer by layer (bench_layers);
+#   resnet: jobs/fmnist-resnet.conf's ResNet-20 the same way (its model and
+#        input shape; Adam and batch 128 as the others, for the peer);
+#        mlp, cnn and resnet each against the same model in PyTorch on this
+#        machine (jobs/bench_torch.py, when a python3 here imports torch;
+#        that row is skipped otherwise).
 #   data: the streamed reader against the previous release's in-memory
 #        loader, built side by side (jobs/bench_data.sh, which says more).
 # Builds nothing but data's baseline. Which OpenBLAS kernels ran
@@ -16,10 +19,11 @@
 #
 # usage: jobs/bench.sh [BUILD_DIR]      (default ./build, holding mtrain,
 #                                        jobs/bench_sgemm and jobs/bench_layers)
-# environment: BENCH_MODELS ("mlp cnn data" by default; any of them),
+# environment: BENCH_MODELS ("mlp cnn resnet data" by default; any of them),
 #   BENCH_STEPS (MLP steps a run, default 1404), BENCH_REPEATS (MLP, default 5),
 #   BENCH_CNN_MODEL (default the CNN below), BENCH_CNN_INPUT_SHAPE (28,28,1),
 #   BENCH_CNN_STEPS (default 60), BENCH_CNN_REPEATS (default 3),
+#   BENCH_RESNET_STEPS (default 30), BENCH_RESNET_REPEATS (default 3),
 #   BENCH_TORCH (0: skip PyTorch), PYTHON (the python3 that has torch),
 #   MTRAIN_DATA_DIR (mtrain's data cache, default ./data; imported on first use).
 # About 8 minutes on 2 cores with the defaults.
@@ -33,12 +37,17 @@ MTRAIN=$BUILD/mtrain
 SGEMM=$BUILD/jobs/bench_sgemm
 LAYERS=$BUILD/jobs/bench_layers
 TORCH_PEER=$(dirname "$0")/bench_torch.py
-MODELS=${BENCH_MODELS:-mlp cnn data}
+MODELS=${BENCH_MODELS:-mlp cnn resnet data}
 CNN_MODEL=${BENCH_CNN_MODEL:-conv2d:32:3,batchnorm,relu,maxpool2d:2,conv2d:64:3,batchnorm,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense}
 CNN_SHAPE=${BENCH_CNN_INPUT_SHAPE:-28,28,1}
 # 60 steps: 55 timed (the first 5 are left out), ~14 s a run on 1 rank.
 CNN_STEPS=${BENCH_CNN_STEPS:-60}
 CNN_REPEATS=${BENCH_CNN_REPEATS:-3}
+# The preset's model, its lines joined: ~8 s a run of 30 steps on 1 rank.
+RESNET_MODEL=$(sed -n '/^model *=/,/^[a-z-]* *=/p' "$(dirname "$0")/fmnist-resnet.conf" |
+	sed '$d' | sed 's/^model *= *//; s/#.*//' | tr -d ' \t\n')
+RESNET_STEPS=${BENCH_RESNET_STEPS:-30}
+RESNET_REPEATS=${BENCH_RESNET_REPEATS:-3}
 # 1404 steps = 3 epochs of 468 (60000 rows / 128). mtrain's timing line is
 # steady state: it leaves out its first 5 steps and the checkpoint written at
 # every epoch end. The table's "other" column (total minus the timed phases)
@@ -56,8 +65,8 @@ export MTRAIN_PROFILE=1
 fail() { echo "bench: FAIL: $*" >&2; exit 1; }
 
 for m in $MODELS; do
-	[ "$m" = mlp ] || [ "$m" = cnn ] || [ "$m" = data ] ||
-		fail "BENCH_MODELS='$MODELS': want any of mlp, cnn, data"
+	[ "$m" = mlp ] || [ "$m" = cnn ] || [ "$m" = resnet ] || [ "$m" = data ] ||
+		fail "BENCH_MODELS='$MODELS': want any of mlp, cnn, resnet, data"
 done
 has() { [[ " $MODELS " == *" $1 "* ]]; }
 for p in "$MTRAIN" "$SGEMM" "$LAYERS"; do
@@ -124,7 +133,7 @@ median_row() { sort -g -k"$2","$2" "$1" | awk '{r[NR] = $0} END {print r[int((NR
 # $WORK/lsgemm-N.
 layers_sgemm() {
 	local n=$1 rows=$2 out=$WORK/layers.out
-	timeout 300 "$MPIRUN" -np "$n" "$LAYERS" --model "$CNN_MODEL" --input-shape "$CNN_SHAPE" \
+	timeout 300 "$MPIRUN" -np "$n" "$LAYERS" --model "$CONV_MODEL" --input-shape "$CNN_SHAPE" \
 		--rows "$rows" --reps 5 >"$out" 2>&1 ||
 		{ cat "$out" >&2; fail "bench_layers --rows $rows on $n process(es) failed"; }
 	awk -v n="$n" -v rows="$rows" '$1 == "layers" && $3 == rows {
@@ -167,7 +176,7 @@ check_losses() {
 	# Batch norm with each rank's own statistics trains otherwise on 2
 	# ranks (each normalises half the batch): 5% there, 1% elsewhere.
 	local tol=0.01
-	[[ $tag != cnn || $CNN_MODEL != *batchnorm* ]] || tol=0.05
+	[[ $tag == mlp || $CONV_MODEL != *batchnorm* ]] || tol=0.05
 	awk -v a="${LOSS[1]}" -v b="${LOSS[2]}" -v t=$tol 'BEGIN {exit !((a - b) ^ 2 <= (t * a) ^ 2)}' ||
 		fail "$tag: 1 rank ends at mean loss ${LOSS[1]}, 2 ranks at ${LOSS[2]} (more than $tol relative apart)"
 	[ "$(awk '{print $11}' "$WORK/runs-$tag-2z0" | sort -u)" = "${LOSS[2]}" ] ||
@@ -240,6 +249,8 @@ torch_peer() {
 	local extra=()
 	# The CNN's peer has batch norm after each conv when the model string does.
 	[ "$kind" = cnn ] && [[ ,$CNN_MODEL, == *,batchnorm,* ]] && extra=(--batchnorm)
+	local what="same layers"
+	[ "$kind" = resnet ] && what="jobs/resnet_torch.py's ResNet-20"
 	# Twice: glibc's malloc as it comes, and with its mmap threshold at the
 	# most glibc allows (32 MiB) and no trimming, so that a step's large
 	# tensors reuse the heap instead of faulting in fresh pages each time.
@@ -260,7 +271,7 @@ torch_peer() {
 		done
 		ver=$(awk '$2 == "version" {print $3; exit}' "$out")
 	done
-	echo "PyTorch $ver peer (jobs/bench_torch.py $kind${extra:+ ${extra[*]}}: same layers, Adam, batch 128, EMA each step, synthetic data, one process), samples/s:"
+	echo "PyTorch $ver peer (jobs/bench_torch.py $kind${extra:+ ${extra[*]}}: $what, Adam, batch 128, EMA each step, synthetic data, one process), samples/s:"
 	printf "  glibc malloc as it comes: 1 thread %8.0f   2 threads %8.0f\n" "${row[0]}" "${row[1]}"
 	printf "  %s:\n  %26s 1 thread %8.0f   2 threads %8.0f\n" "${fast_malloc[*]}" "" "${row[2]}" "${row[3]}"
 	awk -v m2="${SPS[2]}" -v best="$best" 'BEGIN {
@@ -305,39 +316,50 @@ if has mlp; then
 		"repeats print the same loss; mean loss 1 rank ${LOSS[1]}, 2 ranks ${LOSS[2]}; sgemm products verified"
 fi
 
-if has cnn; then
-	CNN_ARGS=(--model "$CNN_MODEL" --input-shape "$CNN_SHAPE")
-	warm_up cnn-warm 20 "${CNN_ARGS[@]}"
-	for ((r = 1; r <= CNN_REPEATS; r++)); do
+# conv_bench TAG MODEL STEPS REPEATS TITLE: a model with conv2d layers, as
+# the CNN and ResNet-20 parts run it (bench_layers' sgemm rate of its
+# products beside each run, its table of layer kinds, the PyTorch peer).
+conv_bench() {
+	local tag=$1 steps=$3 repeats=$4 title=$5
+	CONV_MODEL=$2
+	local args=(--model "$CONV_MODEL" --input-shape "$CNN_SHAPE")
+	warm_up "$tag-warm" 10 "${args[@]}"
+	for ((r = 1; r <= repeats; r++)); do
 		for n in "${RANK_COUNTS[@]}"; do
 			layers_sgemm "$n" "${ROWS[$n]}"
-			train "$n" "$CNN_STEPS" "cnn-$n" "${CNN_ARGS[@]}"
+			train "$n" "$steps" "$tag-$n" "${args[@]}"
 		done
-		train 2 "$CNN_STEPS" cnn-2z0 "${CNN_ARGS[@]}" --zero 0
+		train 2 "$steps" "$tag-2z0" "${args[@]}" --zero 0
 	done
-	check_losses cnn
+	check_losses "$tag"
 	# The per-kind table: one process alone, both per-rank batches.
-	"$LAYERS" --model "$CNN_MODEL" --input-shape "$CNN_SHAPE" \
-		--rows "${ROWS[2]},${ROWS[1]}" --reps 20 >"$WORK/layers-table.out" 2>&1 ||
+	"$LAYERS" --model "$CONV_MODEL" --input-shape "$CNN_SHAPE" \
+		--rows "${ROWS[2]},${ROWS[1]}" --reps 10 >"$WORK/layers-table.out" 2>&1 ||
 		{ cat "$WORK/layers-table.out" >&2; fail "bench_layers failed"; }
 	grep -q '^bench_layers: check ok' "$WORK/layers-table.out" ||
 		{ cat "$WORK/layers-table.out" >&2; fail "bench_layers: no check line"; }
 
 	echo
-	echo "== CNN: --model $CNN_MODEL --input-shape $CNN_SHAPE,"
-	echo "$CNN_STEPS steps a run, median of $CNN_REPEATS runs per row; columns as for the MLP, except"
+	echo "== $title"
+	echo "$steps steps a run, median of $repeats runs per row; columns as for the MLP, except"
 	echo "sgemm = bench_layers' rate for the same conv2d (im2col) and dense products alone (its"
 	echo "FLOPs / their time), as many processes at once as ranks; ach/sgemm = GFLOP/s / sgemm;"
 	echo "step/sgemm = the whole step's FLOP rate / sgemm"
-	rank_table cnn lsgemm
-	torch_peer cnn
+	rank_table "$tag" lsgemm
+	torch_peer "$tag"
 	echo
-	echo "-- where a CNN step goes, layer kind by kind (bench_layers, one process, per-rank batches):"
+	echo "-- where a step goes, layer kind by kind (bench_layers, one process, per-rank batches):"
 	sed -n '/^rows /,$p' "$WORK/layers-table.out" | grep -v '^bench_layers: check ok'
 	echo "checks passed: every run exited 0 with a finite loss and a timing line; each rank count's" \
 		"repeats print the same loss; mean loss 1 rank ${LOSS[1]}, 2 ranks ${LOSS[2]};" \
 		"bench_layers: loss and gradients equal to the model's, sgemm products verified"
-fi
+	rm -f "$WORK"/lsgemm-*
+}
+
+has cnn && conv_bench cnn "$CNN_MODEL" "$CNN_STEPS" "$CNN_REPEATS" \
+	"CNN: --model $CNN_MODEL --input-shape $CNN_SHAPE,"
+has resnet && conv_bench resnet "$RESNET_MODEL" "$RESNET_STEPS" "$RESNET_REPEATS" \
+	"ResNet-20 (jobs/fmnist-resnet.conf's model) --input-shape $CNN_SHAPE, Adam,"
 echo "bench: $(($(date +%s) - START)) s; load average (1 min) $LOAD0 at the start," \
 	"$(cut -d' ' -f1 /proc/loadavg) at the end (this script keeps about 1 to 2 busy)"
 

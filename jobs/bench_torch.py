@@ -3,13 +3,15 @@
 CPU, its steady-state samples/s with 1 and with 2 intra-op threads, printed
 one line per thread count for jobs/bench.sh to set mtrain against.
 
-usage: jobs/bench_torch.py cnn|mlp [--batchnorm] [--threads 1,2] [--batch 128]
+usage: jobs/bench_torch.py cnn|mlp|resnet [--batchnorm] [--threads 1,2] [--batch 128]
                            [--steps N] [--repeats R] [--warmup W]
   cnn: conv 32 3x3 same, relu, maxpool 2, conv 64 3x3 same, relu, maxpool 2,
        flatten, dense 128, relu, dropout 0.3, dense 10  (input 1x28x28);
        --batchnorm: batch norm after each conv (conv, batchnorm, relu, as
        mtrain's "conv2d:32:3,batchnorm,relu,...")
   mlp: 784-256-256-10 relu
+  resnet: jobs/fmnist-resnet.conf's ResNet-20 (jobs/resnet_torch.py's model:
+       TF padding, Keras batch norm and initialisers)
 Each step as mtrain's: forward, softmax cross-entropy (mean over the batch),
 backward, Adam (lr 1e-3, Keras' epsilon 1e-7), then the EMA of the weights,
 shadow -= (1 - d) * (shadow - w) with d = min(0.999, (1 + step) / (10 + step)).
@@ -39,6 +41,12 @@ POOL_BATCHES = 8  # distinct synthetic batches cycled through
 
 
 def build(kind, batchnorm):
+    if kind == "resnet":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import resnet_torch  # the accuracy peer's model, one definition
+        model = resnet_torch.ResNet20(ranks=1)
+        resnet_torch.keras_init(model)
+        return model
     if kind == "cnn":
         def bn(c):
             # Keras' BatchNormalization defaults: momentum 0.99, epsilon 1e-3.
@@ -106,15 +114,15 @@ def run(kind, batchnorm, threads, batch, steps, repeats, warmup):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("kind", choices=["cnn", "mlp"])
+    ap.add_argument("kind", choices=["cnn", "mlp", "resnet"])
     ap.add_argument("--batchnorm", action="store_true", help="cnn: batch norm after each conv")
     ap.add_argument("--threads", default="1,2", help="comma-separated, e.g. 1,2")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=None,
-                    help="steps per repeat (default cnn 20, mlp 200)")
+                    help="steps per repeat (default cnn and resnet 20, mlp 200)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=None,
-                    help="untimed steps first (default cnn 5, mlp 50)")
+                    help="untimed steps first (default cnn and resnet 5, mlp 50)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     thread_counts = [int(t) for t in a.threads.split(",")]
@@ -136,8 +144,8 @@ def main():
             sys.stdout.flush()
             status |= subprocess.run(argv, env=env).returncode
         return 1 if status else 0
-    steps = a.steps or (20 if a.kind == "cnn" else 200)
-    warmup = a.warmup if a.warmup is not None else (5 if a.kind == "cnn" else 50)
+    steps = a.steps or (200 if a.kind == "mlp" else 20)
+    warmup = a.warmup if a.warmup is not None else (50 if a.kind == "mlp" else 5)
     ok = True
     for threads in thread_counts:
         rates, loss, moved = run(a.kind, a.batchnorm, threads, a.batch, steps, a.repeats, warmup)
