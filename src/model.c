@@ -105,31 +105,33 @@ static int plan_shapes(struct model *m, const struct layer_spec *spec, int n, in
 	return 0;
 }
 
-/* The registry: Keras' per-kind counters in list order (dense, dense_1,
- * conv2d, ...), the trainable variables first, then the non-trainable
- * ones (params.h). */
+void model_layer_names(const struct model *m, char (*names)[PARAM_NAME_LEN])
+{
+	const char *kinds[MODEL_MAX_LAYERS];
+	int counts[MODEL_MAX_LAYERS] = {0}, n_kinds = 0;
+	for (int i = 0; i < m->n_layers; i++) {
+		const char *kind = layer_class_name(&m->layer[i]);
+		int k = 0;
+		while (k < n_kinds && strcmp(kinds[k], kind))
+			k++;
+		if (k == n_kinds)
+			kinds[n_kinds++] = kind;
+		params_layer_name(kind, counts[k]++, names[i], PARAM_NAME_LEN);
+	}
+}
+
+/* The registry: each layer with variables registers them under its Keras
+ * name (model_layer_names: a kind with variables counts only its own
+ * layers), the trainable variables first, then the non-trainable ones
+ * (params.h). */
 static void plan_vars(struct model *m, int n)
 {
-	const char *names[MODEL_MAX_LAYERS];
-	char var_names[MODEL_MAX_LAYERS][PARAM_NAME_LEN]; /* 48 KiB */
-	int counts[MODEL_MAX_LAYERS] = {0}, kinds = 0;
-	for (int i = 0; i < n; i++) {
-		struct layer *l = &m->layer[i];
-		const char *keras = layer_keras_name(l);
-		var_names[i][0] = 0;
-		if (!keras)
-			continue;
-		int k = 0;
-		while (k < kinds && strcmp(names[k], keras))
-			k++;
-		if (k == kinds)
-			names[kinds++] = keras;
-		params_layer_name(keras, counts[k]++, var_names[i], sizeof(var_names[i]));
-		layer_add_vars(l, &m->reg, var_names[i], 1);
-	}
-	for (int i = 0; i < n; i++)
-		if (var_names[i][0])
-			layer_add_vars(&m->layer[i], &m->reg, var_names[i], 0);
+	char names[MODEL_MAX_LAYERS][PARAM_NAME_LEN]; /* 48 KiB */
+	model_layer_names(m, names);
+	for (int t = 1; t >= 0; t--)
+		for (int i = 0; i < n; i++)
+			if (layer_keras_name(&m->layer[i]))
+				layer_add_vars(&m->layer[i], &m->reg, names[i], t);
 }
 
 /* The backward walk: which layers run it, which inputs get a gradient,

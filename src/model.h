@@ -116,6 +116,10 @@ double model_flops_per_row(const struct model *m);
  * MLP of --layers, the canonical --model for a chain of layers, and a
  * model with blocks as written (its repetitions short), blanks left out. */
 void model_text(const struct model *m, const struct config *cfg, char *buf, size_t len);
+/* names[i] = layer i's Keras name, each class counted in list order as
+ * Keras counts a functional model's layers ("conv2d_9", "activation_6",
+ * "add_3"); its variables are named after it ("conv2d_9/kernel"). */
+void model_layer_names(const struct model *m, char (*names)[PARAM_NAME_LEN]);
 /* (model_summary.c) The model as Keras' model.summary() shows one, to f:
  * each layer's Keras name (indented under its block), its text, output
  * shape, parameters and, where it is not the layer above, what it takes;

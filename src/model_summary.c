@@ -45,18 +45,10 @@ static size_t layer_params(const struct model *m, const struct layer *l, int tra
 void model_summary(const struct model *m, FILE *f)
 {
 	int n = m->n_layers, depth[MODEL_MAX_LAYERS] = {0};
-	char names[MODEL_MAX_LAYERS][48];
-	const char *kinds[MODEL_MAX_LAYERS];
-	int counts[MODEL_MAX_LAYERS] = {0}, n_kinds = 0;
+	char names[MODEL_MAX_LAYERS][PARAM_NAME_LEN];
+	model_layer_names(m, names);
 	for (int i = 0; i < n; i++) {
 		const struct layer *l = &m->layer[i];
-		const char *kind = layer_class_name(l);
-		int k = 0;
-		while (k < n_kinds && strcmp(kinds[k], kind))
-			k++;
-		if (k == n_kinds)
-			kinds[n_kinds++] = kind;
-		params_layer_name(kind, counts[k]++, names[i], sizeof(names[i]));
 		/* An add closes its block: its main path's and shortcut's layers. */
 		if (l->spec.kind == LAYER_ADD)
 			for (int j = i - l->spec.units - l->spec.size; j < i; j++)
