@@ -176,6 +176,17 @@ static int utf8_run(const unsigned char *s)
 	return n;
 }
 
+const char *bytes_text(double bytes, char *buf, size_t len)
+{
+	if (bytes >= 1048576.0)
+		snprintf(buf, len, "%.2f MiB", bytes / 1048576.0);
+	else if (bytes >= 1024.0)
+		snprintf(buf, len, "%.1f KiB", bytes / 1024.0);
+	else
+		snprintf(buf, len, "%.0f B", bytes);
+	return buf;
+}
+
 const char *json_escape(const char *s, char *buf, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;

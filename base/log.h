@@ -52,6 +52,10 @@ const char *user_error_text(void);
 void user_error_clear(void);
 
 /* Metrics file: one JSON object per line, written by rank 0. NULL path: none. */
+/* A count of bytes for people, in buf: "4.94 MiB", "200.7 KiB", "96 B"
+ * (binary units, as the start line and the model summary print them);
+ * returns buf. */
+const char *bytes_text(double bytes, char *buf, size_t len);
 int metrics_open(const char *path);
 void metrics_write(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void metrics_close(void);

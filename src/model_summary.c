@@ -1,5 +1,6 @@
 /* model_summary of model.h: the model as Keras' model.summary() shows one,
  * as a tree (a block's layers indented under it). */
+#include "log.h"
 #include "model.h"
 
 #include <stdio.h>
@@ -16,18 +17,6 @@ static const char *grouped(size_t n, char *buf, size_t len)
 		buf[used++] = digits[i];
 	}
 	buf[used] = 0;
-	return buf;
-}
-
-/* "1.78 MB", "3.2 KB", "96 B" of n bytes. */
-static const char *bytes(double n, char *buf, size_t len)
-{
-	if (n >= 1e6)
-		snprintf(buf, len, "%.2f MB", n / 1e6);
-	else if (n >= 1e3)
-		snprintf(buf, len, "%.1f KB", n / 1e3);
-	else
-		snprintf(buf, len, "%.0f B", n);
 	return buf;
 }
 
@@ -87,7 +76,7 @@ void model_summary(const struct model *m, FILE *f)
 	char planned[32], apart[32], eval[32];
 	fprintf(f, "activations %s a row training (outputs and gradients, planned; %s each "
 		   "apart), %s evaluating\n",
-		bytes(4.0 * (double)m->arena_per_row, planned, sizeof(planned)),
-		bytes(4.0 * (double)m->unplanned_per_row, apart, sizeof(apart)),
-		bytes(4.0 * (double)m->eval_per_row, eval, sizeof(eval)));
+		bytes_text(4.0 * (double)m->arena_per_row, planned, sizeof(planned)),
+		bytes_text(4.0 * (double)m->unplanned_per_row, apart, sizeof(apart)),
+		bytes_text(4.0 * (double)m->eval_per_row, eval, sizeof(eval)));
 }

@@ -54,16 +54,6 @@ static int report_nodes(struct comm *c)
 }
 
 /* A byte count as people read it: "1.03 MiB", "6.4 KiB", "96 B". */
-static void bytes_text(char *buf, size_t len, double bytes)
-{
-	if (bytes >= 1048576.0)
-		snprintf(buf, len, "%.2f MiB", bytes / 1048576.0);
-	else if (bytes >= 1024.0)
-		snprintf(buf, len, "%.1f KiB", bytes / 1024.0);
-	else
-		snprintf(buf, len, "%.0f B", bytes);
-}
-
 void report_start(const struct config *cfg, struct comm *c, const struct backend *be,
 		  const struct model *m, const struct shard *sh, const struct dataset *train,
 		  int has_eval, long step, long total_steps, long steps_per_epoch)
@@ -82,7 +72,7 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		snprintf(per_rank, sizeof(per_rank), "%d-%d", low, high);
 	/* The arena of outputs and gradients, for the most rows a call takes. */
 	char acts[32];
-	bytes_text(acts, sizeof(acts), model_arena_bytes(m, m->max_rows));
+	bytes_text(model_arena_bytes(m, m->max_rows), acts, sizeof(acts));
 	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %s, "
 		 "%zu parameters, activations %s per rank; %s lr %g, batch %d (%s per rank), "
 		 "%ld steps (%ld per epoch)",
@@ -94,8 +84,8 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 	int slots = optim_slots(cfg);
 	double mine_bytes = 4.0 * slots * (double)sh->len;
 	char mine[32], whole[32];
-	bytes_text(mine, sizeof(mine), mine_bytes);
-	bytes_text(whole, sizeof(whole), 4.0 * slots * (double)sh->total);
+	bytes_text(mine_bytes, mine, sizeof(mine));
+	bytes_text(4.0 * slots * (double)sh->total, whole, sizeof(whole));
 	if (sh->ranks > 1)
 		log_info("zero 1: optimizer state %s per rank (%d slot%s of a 1/%d shard, "
 			 "%zu values on rank 0, the most), %s unsharded", mine, slots,
