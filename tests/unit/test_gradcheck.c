@@ -302,14 +302,13 @@ static void check_pool_ties(const struct backend *be)
 /* The CPU's window loops (im2col, col2im, pooling) against the
  * per-element formulas of mathfn.h (the GPU's): forward bit for bit,
  * backward to rounding (it adds overlapping windows in another order), over
- * padded, overlapping and clipped windows, one channel and more than the
- * CPU's block of 64, and ties. */
-static void check_pool_formulas(const struct backend *be)
+ * the windows of w (with POOL_C channels: one and more than the CPU's block of
+ * 64 are tried), and ties. dx starts as NaN: every value must be written. */
+enum { ROWS_P = 2, POOL_C = 70 };
+static void check_pool_formulas(const struct backend *be, struct window w)
 {
-	enum { ROWS_P = 2, C = 70 };
-	struct window w = {.h = 7, .w = 6, .c = C, .kh = 3, .kw = 2, .sh = 2, .sw = 1, .pt = 1,
-			   .pl = 0, .oh = 4, .ow = 5};
-	size_t in = (size_t)ROWS_P * w.h * w.w * C, out = (size_t)ROWS_P * w.oh * w.ow * C;
+	size_t in = (size_t)ROWS_P * w.h * w.w * POOL_C,
+	       out = (size_t)ROWS_P * w.oh * w.ow * POOL_C;
 	float *x = malloc(in * sizeof(float)), *dx = malloc(in * sizeof(float));
 	float *y = malloc(out * sizeof(float)), *dy = malloc(out * sizeof(float));
 	struct rng r;
@@ -319,7 +318,7 @@ static void check_pool_formulas(const struct backend *be)
 	for (size_t i = 0; i < out; i++)
 		dy[i] = uniform(&r, -1, 1);
 	/* im2col and col2im too, over the same windows, and with one channel */
-	for (int c = C; c >= 1; c -= C - 1) {
+	for (int c = POOL_C; c >= 1; c -= POOL_C - 1) {
 		w.c = c;
 		size_t n_in = (size_t)ROWS_P * w.h * w.w * c;
 		size_t n_cols = (size_t)ROWS_P * w.oh * w.ow * w.kh * w.kw * c;
@@ -334,13 +333,15 @@ static void check_pool_formulas(const struct backend *be)
 			EXPECT_NEAR(dx[i], win_col2im(cols, &w, i), 1e-5);
 		free(cols);
 	}
-	w.c = C;
+	w.c = POOL_C;
 	for (int max = 0; max < 2; max++) {
 		be->pool(be, y, x, ROWS_P, &w, max);
 		int same = 1;
 		for (size_t i = 0; i < out; i++)
 			same &= y[i] == win_pool(x, &w, max, i);
 		EXPECT(same);
+		for (size_t i = 0; i < in; i++)
+			dx[i] = NAN;
 		be->pool_backward(be, dx, dy, x, ROWS_P, &w, max);
 		for (size_t i = 0; i < in; i++)
 			EXPECT_NEAR(dx[i], win_pool_bwd(dy, x, &w, max, i), 1e-6);
@@ -714,7 +715,15 @@ int main(void)
 	check_model("dense:7,batchnorm,tanh,dense:6,batchnorm,relu,dense", 110);
 	check_model("batchnorm,dense:6,batchnorm,gelu,dropout:0.3,dense", 111);
 	check_pool_ties(be);
-	check_pool_formulas(be);
+	/* padded, overlapping and clipped windows */
+	check_pool_formulas(be, (struct window){.h = 7, .w = 6, .c = POOL_C, .kh = 3, .kw = 2, .sh = 2,
+						.sw = 1, .pt = 1, .pl = 0, .oh = 4, .ow = 5});
+	/* windows apart (max pooling's own backward): tiling the input, as
+	 * maxpool2d:2 does; clipped, with columns no window covers */
+	check_pool_formulas(be, (struct window){.h = 6, .w = 4, .c = POOL_C, .kh = 2, .kw = 2, .sh = 2,
+						.sw = 2, .pt = 0, .pl = 0, .oh = 3, .ow = 2});
+	check_pool_formulas(be, (struct window){.h = 7, .w = 6, .c = POOL_C, .kh = 2, .kw = 2, .sh = 2,
+						.sw = 3, .pt = 1, .pl = 0, .oh = 4, .ow = 2});
 	check_im2col(be);
 	/* Convolutions and pooling: both paddings, strides, and the window
 	 * kinds, on small images (fused and unfused activations). */
