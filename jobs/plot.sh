@@ -54,9 +54,16 @@ panel() {
 	echo "set output '$work/out.png'"
 	echo "set multiplot layout 2,1 title 'mtrain learning curves'"
 	echo "set grid; set xlabel 'global step'; set xrange [0:$((last > 0 ? last : 1))]"
+	# Every evaluation's line; a label on every k-th, at most about 10
+	# of them (30 epochs' labels ran into each other).
+	evals=$(wc -l <"$work/eval.dat")
+	every=$(((evals + 9) / 10))
+	i=0
 	while read -r step _ _ epoch; do
+		i=$((i + 1))
 		echo "set arrow from $step, graph 0 to $step, graph 1 nohead dashtype 2 lc rgb 'gray'"
-		[ -z "$epoch" ] || echo "set label 'epoch $epoch' at $step, graph 0.95 right offset -0.5,0 textcolor rgb 'gray'"
+		[ -z "$epoch" ] || [ $((i % every)) != 0 ] ||
+			echo "set label 'epoch $epoch' at $step, graph 0.95 right offset -0.5,0 textcolor rgb 'gray'"
 	done <"$work/eval.dat"
 	panel "training loss" "$work/train.dat" \
 		"set logscale y; set key bottom left; plot '$work/train.dat' using 1:2 with lines lw 2 title 'train loss'" \
