@@ -59,6 +59,7 @@ const struct option_def options[] = {
 	OPT("ema-sync-every", T_LONG, ema_sync_every, "100", 1, 1e12, M, "steps between broadcasts of rank 0's EMA shadows"),
 	OPT("ckpt-dir", T_STR, ckpt_dir, "checkpoints", 0, 0, M, "checkpoint folder"),
 	OPT("ckpt-every", T_LONG, ckpt_every, "0", 0, 1e12, M, "steps between checkpoints, besides those at the end of every epoch and of the run; 0: only those"),
+	OPT("ckpt-every-min", T_FLOAT, ckpt_every_min, "0", 0, 1e6, M, "minutes between checkpoints by rank 0's clock (every rank saves at the same step), besides --ckpt-every's and those at the end of every epoch and of the run; 0: none by time"),
 	OPT("keep", T_INT, keep, "5", 1, 1e6, M, "newest checkpoints kept"),
 	OPT("resume", T_STR, resume, "auto", 0, 0, M, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"),
 	OPT("log-every", T_LONG, log_every, "50", 1, 1e12, M, "steps between progress lines"),

@@ -46,6 +46,7 @@ struct config {
 	long ema_sync_every;      /* steps between shadow broadcasts, e.g. 100 */
 	char ckpt_dir[PATH_LEN];  /* e.g. "checkpoints" */
 	long ckpt_every;          /* steps; 0: end of each epoch and of the run */
+	float ckpt_every_min;     /* minutes by rank 0's clock, e.g. 30; 0: none */
 	int keep;                 /* newest checkpoints kept, e.g. 5 */
 	char resume[PATH_LEN];    /* "auto", "never" or a checkpoint path */
 	long log_every;           /* steps between progress lines, e.g. 50 */

@@ -26,6 +26,8 @@ void fault_after_step(const struct test_fault *f, const struct backend *be, floa
 		raise(SIGSEGV);
 	if (!strcmp(f->kind, "hang"))
 		sleep(30); /* alive, outside any collective */
+	if (!strcmp(f->kind, "pause"))
+		sleep(2);
 	if (strcmp(f->kind, "flip"))
 		return;
 	float v;

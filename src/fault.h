@@ -1,8 +1,9 @@
 /* Faults a test injects into a training run (MTRAIN_TEST_FAULT=KIND:RANK:STEP),
  * so the reliability tests inject them for real. After STEP on rank RANK:
  * "flip" one bit of the first weight (for --check-replicas to find),
- * "crash" (SIGSEGV, which must end the job at once) or "hang" (alive for
- * 30 s outside any collective). During STEP's first attempt, "nangrad": a
+ * "crash" (SIGSEGV, which must end the job at once), "hang" (alive for
+ * 30 s outside any collective) or "pause" (2 s, a slow step: time passes
+ * for --ckpt-every-min). During STEP's first attempt, "nangrad": a
  * NaN in the summed gradients (a transient fault that the step's skip and
  * retry must absorb). The readers' own fault ("reader") is read by
  * io/sandbox.c. */
@@ -13,7 +14,7 @@
 #include <stddef.h>
 
 struct test_fault {
-	char kind[8];  /* "flip", "crash", "hang", "nangrad"; "" for none */
+	char kind[8];  /* "flip", "crash", "hang", "pause", "nangrad"; "" for none */
 	int rank;      /* -1 for none */
 	long step;     /* the step that makes global_step STEP, e.g. 7 */
 	int fired;     /* nangrad: STEP's first attempt is past */
@@ -21,8 +22,8 @@ struct test_fault {
 
 /* From the environment; none when unset or not KIND:RANK:STEP. */
 void fault_read(struct test_fault *f);
-/* After a step: injects a flip, crash or hang when this is its rank and
- * step; w (backend memory) is the weights. */
+/* After a step: injects a flip, crash, hang or pause when this is its
+ * rank and step; w (backend memory) is the weights. */
 void fault_after_step(const struct test_fault *f, const struct backend *be, float *w, int rank,
 		      long step);
 /* nangrad, between the reduction and the check of step's gradients:

@@ -115,6 +115,7 @@ static int save_checkpoint(struct trainer *t)
 	t->last_ckpt_step = t->at.global_step;
 	int rc = state_save(&t->state, &m, cfg->ckpt_dir, cfg->keep, t->comm);
 	tensorboard_flush();
+	t->last_ckpt_time = log_now(); /* the next interval counts from here */
 	return rc;
 }
 
@@ -172,8 +173,10 @@ static void advance(struct trainer *t, long s)
 /* Whether step s's summed gradients hold NaN or Inf on any rank: each
  * rank judges the sums it holds (all, or its ZeRO-1 shard), and the ranks
  * agree, so they skip alike even when one rank's sums alone went bad. The
- * same collective carries the stop signal's agreement (t->stop) and
- * whether any rank's batch could not be read (t->data_failed: bad too). */
+ * same collective carries the stop signal's agreement (t->stop), whether
+ * any rank's batch could not be read (t->data_failed: bad too), and
+ * whether --ckpt-every-min has passed by rank 0's clock (t->ckpt_due: the
+ * other ranks' clocks never decide, so every rank saves at the same step). */
 static int gradients_bad(struct trainer *t, long s)
 {
 	struct model *m = &t->model;
@@ -182,11 +185,14 @@ static int gradients_bad(struct trainer *t, long s)
 	fault_nan_grad(&t->fault, t->be, m->g, sh->total,
 		       fault_holds_last(&t->fault, t->comm->rank, sharded,
 					sh->len && sh->first + sh->len == sh->total), s);
-	double flags[3] = {m->be->nonfinite(m->be, m->g + sh->first, sh->len),
-			   g_stop_signal != 0, t->data_bad != NULL};
-	comm_sum_host(t->comm, flags, 3);
+	double every = 60.0 * t->cfg->ckpt_every_min;
+	int due = t->comm->rank == 0 && every > 0 && log_now() - t->last_ckpt_time >= every;
+	double flags[4] = {m->be->nonfinite(m->be, m->g + sh->first, sh->len),
+			   g_stop_signal != 0, t->data_bad != NULL, due};
+	comm_sum_host(t->comm, flags, 4);
 	t->stop = flags[1] > 0;
 	t->data_failed = flags[2] > 0;
+	t->ckpt_due = flags[3] > 0;
 	return flags[0] > 0 || t->data_failed;
 }
 
@@ -247,11 +253,11 @@ static int train_step(struct trainer *t, struct progress *p)
 	return 1;
 }
 
-/* After a step: the position moves on, and at the end of an epoch or
- * of the run, or every --ckpt-every steps, evaluation and a checkpoint,
- * timed as aside. 0, or the exit status: EXIT_FAIL when the checkpoint
- * could not be written or replicas drifted, EXIT_USER when evaluation rows
- * could not be read. */
+/* After a step: the position moves on; at the end of an epoch or of the
+ * run, evaluation and a checkpoint, and a checkpoint every --ckpt-every
+ * steps and when --ckpt-every-min minutes have passed, timed as aside. 0,
+ * or the exit status: EXIT_FAIL when the checkpoint could not be written
+ * or replicas drifted, EXIT_USER when evaluation rows could not be read. */
 static int after_step(struct trainer *t, struct progress *p, double *aside)
 {
 	const struct config *cfg = t->cfg;
@@ -269,7 +275,8 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 	if (cfg->check_replicas && step % cfg->check_replicas == 0 && check_replicas(t, 0))
 		return EXIT_FAIL;
 	int eval = t->has_eval && (epoch_end || last);
-	int ckpt = epoch_end || last || (cfg->ckpt_every && step % cfg->ckpt_every == 0);
+	int ckpt = epoch_end || last || (cfg->ckpt_every && step % cfg->ckpt_every == 0) ||
+		   t->ckpt_due;
 	if (!eval && !ckpt)
 		return 0;
 	t->be->synchronize(t->be); /* pending steps count as training */

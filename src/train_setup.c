@@ -166,6 +166,7 @@ int trainer_setup(struct trainer *t)
 	loader_set_end(&t->loader, t->total_steps - t->at.global_step +
 				   t->at.epoch * t->steps_per_epoch + t->at.pos);
 	t->last_ckpt_step = t->at.global_step;
+	t->last_ckpt_time = log_now();
 	/* Nothing is written before this point. */
 	if (c->rank == 0) {
 		int made = mkdir(cfg->ckpt_dir, 0777) == 0;

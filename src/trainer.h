@@ -37,6 +37,10 @@ struct trainer {
 	long steps_per_epoch, total_steps;
 	struct position at;           /* global step, epoch, batch in epoch */
 	long last_ckpt_step;          /* step of the newest checkpoint written */
+	double last_ckpt_time;        /* log_now() when it was written, or at
+				       * the start (--ckpt-every-min) */
+	int ckpt_due;                 /* rank 0's clock says --ckpt-every-min
+				       * has passed (agreed, gradients_bad) */
 	struct timing t;
 	int profile;
 	int tracing;                  /* the timeline records this step */

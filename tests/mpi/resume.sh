@@ -54,3 +54,16 @@ same_ckpt straight1/ckpt-00000020.h5 skip/ckpt-00000020.h5
 grep -q "skip/ckpt-00000022.h5 was written with 'lr = .*'; this run has 'lr = 0.0199" err ||
 	{ cat err; fail "no warning for a changed learning rate"; }
 pass "resume is bitwise identical to the run never stopped"
+# Checkpoints by time (--ckpt-every-min), on rank 0's clock and agreed by
+# every rank: rank 1 pausing 2 s after step 10 (rank 0 waits for it in
+# step 11's collectives) puts a checkpoint at step 11 with a 1.2 s interval
+# (the epoch is 142 steps: no epoch ends in the run), and none without.
+"$MKDATA" synth long.h5 2000 12 3 11
+LONG=(--device cpu --data long.h5 --eval-data none --layers 16,8 --batch 14 --seed 5 --steps 20 --keep 100)
+MTRAIN_TEST_FAULT=pause:1:10 ranks 2 "${LONG[@]}" --ckpt-every-min 0.02 --ckpt-dir timed --metrics timed.jsonl >log ||
+	{ cat log; fail "the run with --ckpt-every-min"; }
+[ -f timed/ckpt-00000011.h5 ] || { ls timed; fail "no checkpoint at step 11, after the pause (--ckpt-every-min 0.02)"; }
+grep -q '"event":"checkpoint","step":11,' timed.jsonl || fail "no checkpoint event at step 11 in the metrics"
+[ -f timed/ckpt-00000020.h5 ] || fail "no checkpoint at the end of the timed run"
+MTRAIN_TEST_FAULT=pause:1:10 ranks 2 "${LONG[@]}" --ckpt-dir untimed >log || { cat log; fail "the run without"; }
+[ ! -f untimed/ckpt-00000011.h5 ] || fail "a checkpoint at step 11 without --ckpt-every-min"
