@@ -102,6 +102,42 @@ static size_t place_spans(struct span *sp, int k)
 	return total;
 }
 
+/* Layer l's buffer: its floats per row, rounded up to 64 bytes. */
+static size_t row_floats(const struct layer *l) { return (l->out_size + 15) / 16 * 16; }
+
+/* A span for every output that is not its input's (an alias shares its
+ * input's; ystore[i]: layer i's span, -1 for the model's input), alive
+ * from its write to its consumers' forward, the loss's (step n - 1
+ * training, n evaluating) and, training, their backward where it reads
+ * its input. Returns how many spans. */
+static int output_spans(const struct model *m, int n, struct span *sp, int *ystore, int training)
+{
+	int k = 0, back0 = 2 * n - 1; /* backward of layer i: back0 - i */
+	for (int i = 0; i < n; i++) {
+		const struct layer *l = &m->layer[i];
+		if (layer_is_alias(l)) {
+			ystore[i] = l->src[0] < 0 ? -1 : ystore[l->src[0]];
+		} else {
+			ystore[i] = k;
+			sp[k++] = (struct span){row_floats(l), 0, l->fused ? i - 1 : i, i};
+		}
+	}
+	for (int c = 0; c < n; c++) {
+		const struct layer *l = &m->layer[c];
+		for (int q = 0; q < l->n_src; q++) {
+			int s = l->src[q];
+			if (s < 0 || ystore[s] < 0)
+				continue;
+			span_use(&sp[ystore[s]], c);
+			if (training && l->backward && layer_reads_x_back(l))
+				span_use(&sp[ystore[s]], back0 - c);
+		}
+	}
+	if (ystore[n - 1] >= 0)
+		span_use(&sp[ystore[n - 1]], training ? n - 1 : n);
+	return k;
+}
+
 /* The arena's plan: every output that is not its input's (an alias) and
  * every gradient a layer's backward reads get a span; a layer that alone
  * gives its input's gradient, and can write it over its own (in place),
@@ -110,35 +146,11 @@ void model_plan_arena(struct model *m, int n)
 {
 	int *ystore = xmalloc(sizeof(int) * (size_t)n), *dstore = xmalloc(sizeof(int) * (size_t)n);
 	struct span *sp = xcalloc(2 * (size_t)n, sizeof(*sp));
-	int k = 0, back0 = 2 * n - 1; /* backward of layer i: back0 - i */
-	size_t align = 16;            /* floats: 64-byte rows of each buffer */
+	int back0 = 2 * n - 1; /* backward of layer i: back0 - i */
+	int k = output_spans(m, n, sp, ystore, 1);
 	m->unplanned_per_row = 0;
-	for (int i = 0; i < n; i++) {
-		struct layer *l = &m->layer[i];
-		if (layer_is_alias(l)) {
-			ystore[i] = l->src[0] < 0 ? -1 : ystore[l->src[0]];
-		} else {
-			ystore[i] = k;
-			sp[k] = (struct span){(l->out_size + align - 1) / align * align, 0,
-					      l->fused ? i - 1 : i, i};
-			m->unplanned_per_row += sp[k++].size;
-		}
-	}
-	/* Reads of each output: its consumers' forward, and their backward
-	 * where it reads its input; the loss reads the last. */
-	for (int c = 0; c < n; c++) {
-		const struct layer *l = &m->layer[c];
-		for (int q = 0; q < l->n_src; q++) {
-			int s = l->src[q];
-			if (s < 0 || ystore[s] < 0)
-				continue;
-			span_use(&sp[ystore[s]], c);
-			if (l->backward && layer_reads_x_back(l))
-				span_use(&sp[ystore[s]], back0 - c);
-		}
-	}
-	if (ystore[n - 1] >= 0)
-		span_use(&sp[ystore[n - 1]], n - 1);
+	for (int j = 0; j < k; j++)
+		m->unplanned_per_row += sp[j].size;
 	for (int i = 0; i < n; i++) /* one that applies act' itself reads its own y */
 		if (m->layer[i].act_back)
 			span_use(&sp[ystore[i]], back0 - i);
@@ -170,7 +182,7 @@ void model_plan_arena(struct model *m, int n)
 		dstore[s] = k;
 		/* written first by the last layer to take it (only[s]) */
 		int from = s == n - 1 ? n - 1 : back0 - only[s];
-		sp[k] = (struct span){(l->out_size + align - 1) / align * align, 0, from, back0 - s};
+		sp[k] = (struct span){row_floats(l), 0, from, back0 - s};
 		m->unplanned_per_row += sp[k++].size;
 	}
 	m->arena_per_row = place_spans(sp, k);
@@ -180,21 +192,7 @@ void model_plan_arena(struct model *m, int n)
 	}
 	/* Evaluating: outputs only, each kept until the last forward that
 	 * reads it (the loss reads the last). */
-	int e = 0;
-	for (int i = 0; i < n; i++)
-		if (ystore[i] >= 0 && ystore[i] == e) { /* a span of its own, in order */
-			const struct layer *l = &m->layer[i];
-			sp[e++] = (struct span){(l->out_size + align - 1) / align * align, 0,
-						l->fused ? i - 1 : i, i};
-		}
-	for (int c = 0; c < n; c++)
-		for (int q = 0; q < m->layer[c].n_src; q++) {
-			int s = m->layer[c].src[q];
-			if (s >= 0 && ystore[s] >= 0)
-				span_use(&sp[ystore[s]], c);
-		}
-	if (ystore[n - 1] >= 0)
-		span_use(&sp[ystore[n - 1]], n);
+	int e = output_spans(m, n, sp, ystore, 0);
 	m->eval_per_row = place_spans(sp, e);
 	for (int i = 0; i < n; i++)
 		m->y_eval_at[i] = ystore[i] >= 0 ? sp[ystore[i]].at : MODEL_NO_BUFFER;
