@@ -99,13 +99,14 @@ struct backend {
 			   int rows, int cols, float scale);
 	/* y (R,C) = gamma * (x - mean) / sqrt(var + eps) + beta; y may alias x.
 	 * An activation fused after it: a (R,C) = act(y) in the same pass
-	 * unless a is NULL. */
+	 * unless a is NULL; then y may be NULL (only a written). */
 	void (*bn_forward)(const struct backend *be, float *y, const float *x, const float *mean,
 			   const float *var, const float *gamma, const float *beta, int rows,
 			   int cols, float eps, float *a, enum act_kind act);
 	/* sums (2C) = {sum over rows of dy * xhat (dgamma), of dy (dbeta)}. With
 	 * z (R,C) not NULL, dy is the gradient of act(z), z bn_forward's y, and
-	 * act'(z) * dy stands for dy (an activation fused after it). */
+	 * act'(z) * dy stands for dy (an activation fused after it); for relu
+	 * z may be act(y) instead (the same sign). */
 	void (*bn_backward_sums)(const struct backend *be, float *sums, const float *dy,
 				 const float *x, const float *mean, const float *var, int rows,
 				 int cols, float eps, const float *z, enum act_kind act);

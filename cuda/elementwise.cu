@@ -208,7 +208,8 @@ void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaS
 }
 
 /* Batch normalization, one thread per element of x (R,C); a = act(y) as
- * well where a is not NULL (an activation fused after it). */
+ * well where a is not NULL (an activation fused after it), y then
+ * possibly NULL. */
 __global__ void bn_forward_kernel(float *y, const float *x, const float *mean, const float *var,
 				  const float *gamma, const float *beta, size_t n, int cols,
 				  float eps, float *a, enum act_kind act)
@@ -218,7 +219,8 @@ __global__ void bn_forward_kernel(float *y, const float *x, const float *mean, c
 		return;
 	int j = (int)(i % cols);
 	float v = bn_y(x[i], mean[j], bn_invstd(var[j], eps), gamma[j], beta[j]);
-	y[i] = v;
+	if (y)
+		y[i] = v;
 	if (a)
 		a[i] = act_fwd(act, v);
 }

@@ -167,13 +167,14 @@ static void cpu_bn_forward(const struct backend *be, float *y, const float *x, c
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
 		float inv[BN_BLOCK];
 		int nj = bn_block(inv, var, j0, cols, eps);
+		float *out = y ? y : a; /* without y, act applies in place in a */
 		for (int r = 0; r < rows; r++) {
 			size_t at = (size_t)r * cols + j0;
 			for (int j = 0; j < nj; j++)
-				y[at + j] = bn_y(x[at + j], mean[j0 + j], inv[j], gamma[j0 + j],
-						 beta[j0 + j]);
+				out[at + j] = bn_y(x[at + j], mean[j0 + j], inv[j], gamma[j0 + j],
+						   beta[j0 + j]);
 			if (a)
-				cpu_act_forward(be, a + at, y + at, (size_t)nj, act);
+				cpu_act_forward(be, a + at, out + at, (size_t)nj, act);
 		}
 	}
 }

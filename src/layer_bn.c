@@ -59,7 +59,8 @@ void layer_bn_forward(struct layer *l, const struct layer_ctx *c)
 	int C = l->in[2], R = c->rows * l->in[0] * l->in[1];
 	float *const *w = c->w;
 	float *mean = l->aux, *var = l->aux + C;
-	/* An activation after it (layer.act) in the same pass. */
+	/* An activation after it (layer.act) in the same pass; only its
+	 * output where the layer drops y (layer.drops_y: l->y is NULL). */
 	enum act_kind act = l->act >= 0 ? (enum act_kind)l->act : ACT_RELU;
 	if (!c->training) {
 		be->bn_forward(be, l->y, c->x, w[BN_MOVING_MEAN], w[BN_MOVING_VAR], w[BN_GAMMA],
@@ -87,7 +88,7 @@ void layer_bn_backward(struct layer *l, const struct layer_ctx *c, const float *
 	float *mean = l->aux, *var = l->aux + C, *sums = l->aux + 2 * C;
 	/* The activation after it, its backward too (layer.act_back): dy is the
 	 * gradient of act(y). */
-	const float *z = l->act_back ? l->y : NULL;
+	const float *z = !l->act_back ? NULL : l->drops_y ? c->act_y : l->y;
 	enum act_kind act = l->act_back ? (enum act_kind)l->act : ACT_RELU;
 	be->bn_backward_sums(be, sums, dy, c->x, mean, var, R, C, BN_EPSILON, z, act);
 	be->copy(be, c->g[BN_GAMMA], sums, sizeof(float) * (size_t)C);

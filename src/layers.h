@@ -41,6 +41,9 @@ struct layer {
 				   * act(y), and it reads its own y */
 	int fused_back;           /* an activation whose backward the layer before
 				   * applies: its own does nothing */
+	int drops_y;              /* act_back with relu: its y is never kept, the
+				   * activation's output stands for it (relu's
+				   * backward needs act(y) > 0 only, which is y > 0) */
 	int src[2];               /* the layers whose outputs it takes (-1: the
 				   * model's input); src[1]: an add's second, else -1 */
 	int n_src;                /* 1, or 2 for an add */

@@ -201,7 +201,8 @@ static void use_layout(struct model *m, int training)
 	const size_t *at = training ? m->y_at : m->y_eval_at;
 	for (int i = 0; i < m->n_layers; i++) {
 		struct layer *l = &m->layer[i];
-		l->y = at[i] != MODEL_NO_BUFFER ? m->arena + R * at[i]
+		l->y = l->drops_y ? NULL /* never kept: act(y) stands for it */
+			: at[i] != MODEL_NO_BUFFER ? m->arena + R * at[i]
 			: l->src[0] < 0 ? m->x : m->layer[l->src[0]].y; /* an alias */
 	}
 	m->layout = training;

@@ -34,6 +34,7 @@ void model_plan_grads(struct model *m, int n)
 		struct layer *l = &m->layer[i];
 		if (l->act >= 0 && layer_fuses_back(l) && takers[i] == 1 && l->backward) {
 			l->act_back = 1;
+			l->drops_y = l->act == ACT_RELU;
 			m->layer[i + 1].fused_back = 1;
 		}
 	}
@@ -118,8 +119,8 @@ static int output_spans(const struct model *m, int n, struct span *sp, int *ysto
 		if (layer_is_alias(l)) {
 			ystore[i] = l->src[0] < 0 ? -1 : ystore[l->src[0]];
 		} else {
-			ystore[i] = k;
-			sp[k++] = (struct span){row_floats(l), 0, l->fused ? i - 1 : i, i};
+			ystore[i] = k; /* none for a dropped y: its span is empty */
+			sp[k++] = (struct span){l->drops_y ? 0 : row_floats(l), 0, l->fused ? i - 1 : i, i};
 		}
 	}
 	for (int c = 0; c < n; c++) {
@@ -151,9 +152,9 @@ void model_plan_arena(struct model *m, int n)
 	m->unplanned_per_row = 0;
 	for (int j = 0; j < k; j++)
 		m->unplanned_per_row += sp[j].size;
-	for (int i = 0; i < n; i++) /* one that applies act' itself reads its own y */
-		if (m->layer[i].act_back)
-			span_use(&sp[ystore[i]], back0 - i);
+	for (int i = 0; i < n; i++) /* one that applies act' itself reads its own y, */
+		if (m->layer[i].act_back) /* or act(y) when it dropped y */
+			span_use(&sp[ystore[i + m->layer[i].drops_y]], back0 - i);
 	/* Gradients, last layer first: the loss writes the last one's. */
 	/* users: the layers that give s a gradient; only: the last of them
 	 * (the one, when there is one), only_k: which of its inputs s is */

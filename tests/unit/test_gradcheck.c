@@ -29,6 +29,8 @@ static size_t kinks_of(const struct model *m, int rows, signed char *kinks)
 	for (int l = 0; l < m->n_layers; l++) {
 		const struct layer *L = &m->layer[l];
 		const float *x = L->src[0] < 0 ? m->x : m->layer[L->src[0]].y;
+		if (L->spec.kind == LAYER_OF_ACT(ACT_RELU) && !x)
+			x = L->y; /* its input dropped (layer.drops_y): the same signs */
 		if (L->spec.kind == LAYER_OF_ACT(ACT_RELU))
 			for (size_t i = 0; i < (size_t)rows * L->in_size; i++, k++)
 				if (kinks)
