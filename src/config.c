@@ -73,6 +73,8 @@ const struct option_def options[] = {
 	OPT("tensorboard", T_STR, tensorboard, NULL, 0, 0, M, "write TensorBoard scalars to an event file in this folder (rank 0)"),
 	OPT("timeline", T_STR, timeline, NULL, 0, 0, M, "write a Chrome trace of every rank's phases to this file (Perfetto, chrome://tracing)"),
 	{"timeline-steps", T_STR, OFF(timeline_steps), NULL, 0, 0, NULL, OPTIM_HP_NONE, M, "the steps the timeline records, as progress lines count them (default: all)", "A:B"},
+	OPT("restart", T_LONG, restart, "0", 0, 1e6, OPT_NOT_STORED, "which restart of an elastic job this run is (jobs/elastic.sh gives it): rank 0 prints a line naming it, the nodes lost and the step it resumes from, and writes a restart event; 0: not a restart"),
+	{"restart-lost", T_STR, OFF(restart_lost), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_NOT_STORED, "with --restart: the nodes the job lost, comma-separated (jobs/elastic.sh gives it)", "NODES"},
 	OPT("config", T_STR, config_file, NULL, 0, 0, OPT_NOT_STORED, "key = value file of these options; flags override it"),
 };
 #undef M
@@ -462,6 +464,8 @@ int config_validate(const struct config *cfg)
 		return user_error("--resume: must be auto, never or a checkpoint file");
 	if (cfg->lr <= 0.0f)
 		return user_error("--lr: must be above 0");
+	if (cfg->restart_lost[0] && !cfg->restart)
+		return user_error("--restart-lost: names the nodes a restart lost; give --restart N too");
 	struct augment a;
 	return augment_parse(&a, cfg->augment);
 }

@@ -60,6 +60,8 @@ struct config {
 	float comm_timeout;       /* seconds one collective may take, e.g. 300 */
 	int max_bad_steps;        /* NaN/Inf steps in a row before stopping, e.g. 5 */
 	long check_replicas;      /* steps between replica comparisons; 0: never */
+	long restart;             /* an elastic job's restart this run is, e.g. 1; 0: none */
+	char restart_lost[PATH_LEN]; /* the nodes it lost, e.g. "node3", "" unnamed */
 	char config_file[PATH_LEN]; /* the --config file, "" for none */
 };
 

@@ -54,6 +54,22 @@ static int report_nodes(struct comm *c)
 }
 
 /* A byte count as people read it: "1.03 MiB", "6.4 KiB", "96 B". */
+/* An elastic job's restart (--restart, from jobs/elastic.sh): one line,
+ * a restart event and a TensorBoard scalar, at the step it resumes from. */
+static void report_restart(const struct config *cfg, const struct comm *c, int nodes, long step)
+{
+	const char *lost = cfg->restart_lost[0] ? cfg->restart_lost : "no node";
+	log_info("restart %ld: lost %s; resuming on %d node%s (%d rank%s) from step %ld%s",
+		 cfg->restart, lost, nodes, nodes == 1 ? "" : "s", c->size, c->size == 1 ? "" : "s",
+		 step, step ? "" : " (no checkpoint yet)");
+	char esc[JSON_PATH_LEN];
+	metrics_write("{\"event\":\"restart\",\"step\":%ld,\"restart\":%ld,\"lost\":\"%s\","
+		      "\"ranks\":%d,\"nodes\":%d}",
+		      step, cfg->restart, json_escape(cfg->restart_lost, esc, sizeof(esc)), c->size,
+		      nodes);
+	tensorboard_scalar("elastic/restarts", step, (double)cfg->restart);
+}
+
 void report_start(const struct config *cfg, struct comm *c, const struct backend *be,
 		  const struct model *m, const struct shard *sh, const struct dataset *train,
 		  int has_eval, long step, long total_steps, long steps_per_epoch)
@@ -93,6 +109,8 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 	else
 		log_info("zero 0: optimizer state %s per rank (%d slot%s, whole on every "
 			 "rank)", mine, slots, slots == 1 ? "" : "s");
+	if (cfg->restart)
+		report_restart(cfg, c, nodes, step);
 	const char *eval_data = has_eval ? cfg->eval_data : "none";
 	log_info("data %s (%ld rows), eval %s", cfg->data, train->n, eval_data);
 	char data[JSON_PATH_LEN], eval[JSON_PATH_LEN];

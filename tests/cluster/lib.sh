@@ -104,12 +104,13 @@ cluster_up() {
 	done
 	for i in $(seq "$n"); do
 		CL_NODES=$i
+		rm -f "node$i.pid" # a cluster before this one's, in the same test
 		# The node's holder process keeps its namespaces. Not `ip netns
 		# exec`, whose fresh /sys would hide the cgroup file systems that
 		# slurmd needs; its network namespace is named after it instead.
 		# The holder is named $CL_TAG-holder, for cluster_down to find.
 		unshare --net --uts --mount --propagation private bash -c "
-			hostname node$i && mkdir '$WORK/tmp$i' && mount --bind /tmp '$WORK/tmp$i' &&
+			hostname node$i && mkdir -p '$WORK/tmp$i' && mount --bind /tmp '$WORK/tmp$i' &&
 			mount -t tmpfs tmpfs /tmp && $(cl_keep_shared "$WORK/tmp$i")
 			umount '$WORK/tmp$i' && mount -t tmpfs tmpfs /dev/shm &&
 			mount --bind '$WORK/hosts' /etc/hosts && echo \$\$ >'$WORK/node$i.pid' &&

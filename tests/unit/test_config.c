@@ -265,6 +265,13 @@ static void check_errors(void)
 	cfg.lr = 0.0f;
 	user_error_clear();
 	EXPECT(config_validate(&cfg) == -1 && contains(user_error_text(), "--lr"));
+	config_defaults(&cfg);
+	snprintf(cfg.restart_lost, sizeof(cfg.restart_lost), "node3"); /* without --restart */
+	user_error_clear();
+	EXPECT(config_validate(&cfg) == -1 && contains(user_error_text(), "--restart-lost"));
+	cfg.restart = 1;
+	user_error_clear();
+	EXPECT(config_validate(&cfg) == 0);
 	user_error_clear();
 }
 
