@@ -81,6 +81,7 @@ run_once() {
 	"$MPIRUN" --host "$hosts" ${MPI_EXTRA[@]+"${MPI_EXTRA[@]}"} "$MTRAIN" "$@" \
 		> >(tee -a "$OUT") 2> >(tee -a "$ERR" >&2) &
 	pid=$!
+	[ -z "$signalled" ] || kill "-$signalled" "$pid" # it came before mpirun did
 	local ended=
 	while kill -0 "$pid" 2>/dev/null; do
 		if [ -z "$ended" ] && grep -q '^mtrain: error: rank 0 .*ending the job' "$ERR"; then

@@ -1,32 +1,13 @@
 # jobs/slurm.sbatch on a two-node Slurm in the simulated cluster
 # (tests/cluster/lib.sh): slurmctld on node1, a slurmd on each node, munged
-# shared. The unchanged batch script runs mpirun inside the allocation
+# shared. The unchanged batch script runs mpirun (through jobs/elastic.sh)
+# inside the allocation
 # (which starts node2's ranks through srun); USR1 partway through makes
 # every rank on both nodes stop at one step with a checkpoint, the script
 # requeues the job, and the requeued job resumes and ends bitwise equal to
 # an unbroken run. Skips like tests/slurm/slurm.sh where Slurm cannot run.
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/../slurm/daemons.sh"
-trap 'stop_daemons; cluster_down; jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-command -v slurmctld >/dev/null && command -v munged >/dev/null ||
-	skip_or_fail "no Slurm (jobs/setup.sh --tests installs slurm-wlm and munge)"
-grep -q ' /sys/fs/cgroup ' /proc/mounts || skip_or_fail "no cgroup file system at /sys/fs/cgroup: slurmd cannot start here"
-REPO=$(cd "$HERE/../.." && pwd)
-cluster_up 2
-start=$(date +%s%N)
-slurm_conf "node1($CL_NET.1)" /tmp/spool "NodeName=node1 NodeAddr=$CL_NET.1 CPUs=2" \
-	"NodeName=node2 NodeAddr=$CL_NET.2 CPUs=2"
-start_munged
-start_daemon slurmctld "$WORK/slurmctld.pid" "$WORK/slurmctld.log" on_node 1 slurmctld -f "$SLURM_CONF"
-for i in 1 2; do
-	on_node "$i" mkdir -p /tmp/spool
-	start_daemon "slurmd-node$i" "$WORK/slurmd-node$i.pid" "$WORK/slurmd-node$i.log" \
-		on_node "$i" slurmd -f "$SLURM_CONF"
-done
-both_idle() { [ "$(on_node 1 sinfo -h -N -o %T | grep -c idle)" = 2 ]; }
-wait_for 60 both_idle || { cat slurmctld.log slurmd-*.log; fail "the two nodes did not come up"; }
-SLURM_UP_MS=$(( ($(date +%s%N) - start) / 1000000 ))
+. "$(dirname "$0")/slurm_lib.sh"
+slurm_cluster_up 2
 
 # 8,400 rows: 600 steps an epoch; USR1 lands after step 100 (the first
 # progress line), some 30 s of steps (about 12 ms each across the two
@@ -34,10 +15,8 @@ SLURM_UP_MS=$(( ($(date +%s%N) - start) / 1000000 ))
 "$MKDATA" synth train.h5 8400 12 3 11
 FLAGS=("${SMALL[@]}" --layers 64,64 --eval-data none --log-every 100)
 STEPS=3000
-# Open MPI over the cluster's subnet only, for the job's mpirun.
-export OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$CL_NET.0/24 OMPI_MCA_oob_tcp_if_include=$CL_NET.0/24
 job=$(on_node 1 sbatch --parsable --nodes=2 --ntasks-per-node=1 --time=10 --output="$WORK/job-%j.out" \
-	--export=ALL,MTRAIN="$MTRAIN" --chdir="$WORK" "$REPO/jobs/slurm.sbatch" \
+	--export=ALL,MTRAIN="$MTRAIN",MTRAIN_ELASTIC="$REPO/jobs/elastic.sh" --chdir="$WORK" "$REPO/jobs/slurm.sbatch" \
 	"${FLAGS[@]}" --steps $STEPS --ckpt-dir ck)
 echo "submitted job $job"
 wait_for 60 grep -qs "^step " "job-$job.out" || { cat job-*.out slurmd-*.log; fail "the job did not start training"; }
@@ -47,8 +26,6 @@ wait_for 60 grep -qs "requeueing job $job" "job-$job.out" || { cat "job-$job.out
 step=$(sed -n 's/.*stopped by signal at step \([0-9]*\).*/\1/p' "job-$job.out")
 [ -n "$step" ] && [ "$step" -lt $STEPS ] || { cat "job-$job.out"; fail "mtrain did not stop early on USR1"; }
 state() { on_node 1 scontrol show job "$job" | grep -q "JobState=$1"; }
-# logs: the daemons' last lines, for a failure's diagnosis.
-logs() { for f in slurmctld.log slurmd-node1.log slurmd-node2.log; do echo "== $f"; tail -n 25 "$f"; done; }
 wait_for 30 state PENDING || fail "the requeued job is not pending"
 # Slurm holds a requeued job back (cred_expire); let it go now, a second
 # past the requeue so that its new credential is not from the same second
@@ -59,7 +36,7 @@ for _ in 1 2 3; do
 	on_node 1 scontrol update JobId="$job" StartTime=now
 	sleep 5
 done
-wait_for 240 state COMPLETED || { cat "job-$job.out"; on_node 1 scontrol show job "$job"; logs; fail "the requeued job did not complete"; }
+wait_for 240 state COMPLETED || { cat "job-$job.out"; on_node 1 scontrol show job "$job"; slurm_logs; fail "the requeued job did not complete"; }
 grep -q "resumed from ck/ckpt-$(printf %08d "$step").h5 at step $step" "job-$job.out" ||
 	{ cat "job-$job.out"; fail "the requeued job did not resume from step $step"; }
 # Bitwise the run that was never stopped, on the same two nodes.

@@ -50,7 +50,7 @@ done
 FLAGS=("${SMALL[@]}" --layers 64,64 --eval-data none --log-every 2000)
 STEPS=200000
 job=$(sbatch --parsable --ntasks=2 --time=10 --output="$WORK/job-%j.out" \
-	--export=ALL,MTRAIN="$MTRAIN" --chdir="$WORK" "$REPO/jobs/slurm.sbatch" \
+	--export=ALL,MTRAIN="$MTRAIN",MTRAIN_ELASTIC="$REPO/jobs/elastic.sh" --chdir="$WORK" "$REPO/jobs/slurm.sbatch" \
 	"${FLAGS[@]}" --steps $STEPS --ckpt-dir ck)
 echo "submitted job $job"
 wait_for 60 grep -q "^step " job-"$job".out || { cat job-*.out slurmd-*.log; fail "the job did not start training"; }
