@@ -2,7 +2,8 @@
 # training and evaluation scalars at the steps and values of the metrics
 # file. A resumed run appends a new event file to the folder and, though it
 # logs steps the first run had logged past its checkpoint again, the reader
-# sees each step once.
+# sees each step once. An elastic restart (--restart) adds one scalar at
+# the step it resumes from.
 . "$(dirname "$0")/lib.sh"
 need_python tensorboard
 make_data
@@ -13,8 +14,13 @@ ranks 2 "${SMALL[@]}" --steps 12 --ckpt-dir ck --metrics m.jsonl --tensorboard t
 # resumes at 6 and logs 10 and 12 again, then 15 and 18.
 rm ck/ckpt-00000012.h5
 sleep 1 # a new file name (seconds in it)
-ranks 2 "${SMALL[@]}" --steps 18 --ckpt-dir ck --metrics m.jsonl --tensorboard tb >log
+# It is an elastic job's restart too (jobs/elastic.sh's flags): one scalar.
+ranks 2 "${SMALL[@]}" --steps 18 --ckpt-dir ck --metrics m.jsonl --tensorboard tb \
+	--restart 1 --restart-lost node9 >log
 grep -q "resumed from ck/ckpt-00000006.h5" log || fail "the second run did not resume at 6"
+grep -qx "restart 1: lost node9; resuming on 1 node (2 ranks) from step 6" log || { cat log; fail "the restart line"; }
+grep -qx '{"event":"restart","step":6,"restart":1,"lost":"node9","ranks":2,"nodes":1}' m.jsonl ||
+	fail "the restart event"
 [ "$(ls tb | grep -c '^events.out.tfevents\.')" = 2 ] || fail "want two event files: $(ls tb)"
 "$PY" - tb m.jsonl <<'PY' || fail "TensorBoard scalars"
 import json, sys
@@ -23,7 +29,7 @@ acc = EventAccumulator(sys.argv[1])
 acc.Reload()
 tags = sorted(acc.Tags()["scalars"])
 want_tags = sorted(["train/loss", "train/lr", "train/samples_per_s", "eval/raw_loss",
-                    "eval/raw_acc", "eval/ema_loss", "eval/ema_acc"])
+                    "eval/raw_acc", "eval/ema_loss", "eval/ema_acc", "elastic/restarts"])
 assert tags == want_tags, tags
 # The metrics file as a reader should see it: a run that starts at step s
 # (a resume) replaces what earlier runs logged past s.
@@ -38,7 +44,11 @@ for line in open(sys.argv[2]):
     elif l["event"] == "eval":
         for k in ("raw_loss", "raw_acc", "ema_loss", "ema_acc"):
             metrics[("eval/" + k, l["step"])] = l[k]
+restarts = [(e.step, e.value) for e in acc.Scalars("elastic/restarts")]
+assert restarts == [(6, 1.0)], restarts
 for tag in tags:
+    if tag == "elastic/restarts":
+        continue
     events = acc.Scalars(tag)
     steps = [e.step for e in events]
     want = sorted(s for (t, s) in metrics if t == tag)
