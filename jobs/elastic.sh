@@ -16,7 +16,8 @@
 # Arguments: mtrain's flags, given to every run.
 # Environment:
 #   ELASTIC_HOSTS         the nodes and ranks on each, as mpirun's --host takes them
-#                         (node1:4,node2:4); required
+#                         (node1:4,node2:4); or ELASTIC_HOSTFILE, an Open MPI
+#                         hostfile ("node1 slots=4" lines)
 #   ELASTIC_MIN_NODES     fewest nodes to go on with (default 1)
 #   ELASTIC_MAX_RESTARTS  most restarts (default 3)
 #   ELASTIC_PROBE         the command that asks a node whether it is up, the
@@ -41,7 +42,18 @@ read -r -a PROBE <<<"${ELASTIC_PROBE:-ssh -o BatchMode=yes -o ConnectTimeout=5}"
 say() { echo "elastic: $*" >&2; }
 usage_error() { say "error: $*"; exit 2; }
 
-[ -n "${ELASTIC_HOSTS:-}" ] || usage_error "ELASTIC_HOSTS is not set (the nodes, as mpirun's --host takes them: node1:4,node2:4)"
+# An Open MPI hostfile ("node1 slots=4" lines; # comments) as the list.
+SRC="ELASTIC_HOSTS='${ELASTIC_HOSTS:-}'"
+if [ -z "${ELASTIC_HOSTS:-}" ] && [ -n "${ELASTIC_HOSTFILE:-}" ]; then
+	[ -r "$ELASTIC_HOSTFILE" ] || usage_error "ELASTIC_HOSTFILE=$ELASTIC_HOSTFILE: cannot read it"
+	ELASTIC_HOSTS=$(sed 's/#.*//' "$ELASTIC_HOSTFILE" | awk 'NF {
+		slots = ""
+		for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) slots = ":" substr($i, 7)
+		printf "%s%s%s", (n++ ? "," : ""), $1, slots }')
+	[ -n "$ELASTIC_HOSTS" ] || usage_error "ELASTIC_HOSTFILE=$ELASTIC_HOSTFILE: names no node"
+	SRC="ELASTIC_HOSTFILE=$ELASTIC_HOSTFILE"
+fi
+[ -n "${ELASTIC_HOSTS:-}" ] || usage_error "ELASTIC_HOSTS is not set (the nodes, as mpirun's --host takes them: node1:4,node2:4; or ELASTIC_HOSTFILE)"
 whole() { [[ $2 =~ ^[0-9]+$ ]] || usage_error "$1='$2' is not a whole number"; }
 whole ELASTIC_MIN_NODES "$MIN"
 whole ELASTIC_MAX_RESTARTS "$MAX"
@@ -49,7 +61,7 @@ whole ELASTIC_GRACE "$GRACE"
 IFS=, read -r -a HOSTS <<<"$ELASTIC_HOSTS"
 for h in "${HOSTS[@]}"; do
 	[[ $h =~ ^[A-Za-z0-9._-]+(:[1-9][0-9]*)?$ ]] ||
-		usage_error "ELASTIC_HOSTS='$ELASTIC_HOSTS': '$h' is not NODE or NODE:RANKS"
+		usage_error "$SRC: '$h' is not NODE or NODE:RANKS"
 done
 if [ "$MIN" -lt 1 ] || [ "$MIN" -gt ${#HOSTS[@]} ]; then
 	usage_error "ELASTIC_MIN_NODES=$MIN: want 1 to ${#HOSTS[@]} (the nodes in ELASTIC_HOSTS)"

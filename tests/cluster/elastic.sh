@@ -10,7 +10,8 @@
 # - node3's network is cut instead: rank 0's watchdog names its rank after
 #   --comm-timeout, the wrapper ends mpirun (which waits for node3's
 #   daemon) and goes on without node3, with the same result;
-# - node3 and then node2 lose power, with ELASTIC_MIN_NODES=2: one restart,
+# - node3 and then node2 lose power, with ELASTIC_MIN_NODES=2 (the nodes
+#   in a hostfile, ELASTIC_HOSTFILE): one restart,
 #   then one line naming the second loss and the minimum, status 1; the
 #   newest checkpoint resumes on node1 alone.
 # Bad settings of the wrapper: one line, status 2. The test prints what a
@@ -39,14 +40,15 @@ power_off() { kill -9 $(ip netns pids "$CL_TAG-n$1") 2>/dev/null || true; }
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
 # start TAG MIN FAULT MTRAIN_FLAGS...: the wrapper from node1 over the three
-# nodes, in the background ($job), its output in TAG.log and TAG.err,
+# nodes (NODES_ENV: how it is told them, ELASTIC_HOSTS by default), in the
+# background ($job), its output in TAG.log and TAG.err,
 # checkpoints in TAG/, metrics in TAG.jsonl; returns at step 120. The fault
 # reaches the ranks on other nodes through the agent's environment.
 start() {
 	TAG=$1
 	local min=$2 fault=$3
 	shift 3
-	on_node 1 env ELASTIC_HOSTS=node1:1,node2:1,node3:1 ELASTIC_MIN_NODES="$min" \
+	on_node 1 env "${NODES_ENV:-ELASTIC_HOSTS=node1:1,node2:1,node3:1}" ELASTIC_MIN_NODES="$min" \
 		ELASTIC_MAX_RESTARTS=2 ELASTIC_GRACE=5 ELASTIC_PROBE="$WORK/agent" MPIRUN="$MPIRUN" \
 		MPIRUN_ARGS="--mca plm_rsh_agent $WORK/agent --mca btl tcp,self --mca btl_tcp_if_include $CL_NET.0/24 --mca oob_tcp_if_include $CL_NET.0/24" \
 		MTRAIN="$MTRAIN" MTRAIN_TEST_FAULT="$fault" timeout 180 bash "$REPO/jobs/elastic.sh" \
@@ -106,6 +108,9 @@ bad_env "ELASTIC_HOSTS is not set" ELASTIC_HOSTS=
 bad_env "ELASTIC_HOSTS='node1:2,node2:0': 'node2:0' is not NODE or NODE:RANKS" ELASTIC_HOSTS=node1:2,node2:0
 bad_env "ELASTIC_MIN_NODES=3: want 1 to 2" ELASTIC_HOSTS=node1,node2 ELASTIC_MIN_NODES=3
 bad_env "ELASTIC_MAX_RESTARTS='two' is not a whole number" ELASTIC_HOSTS=node1 ELASTIC_MAX_RESTARTS=two
+printf '# two nodes\nnode1 slots=2\nnode2 slots=0\n' >hostfile
+bad_env "ELASTIC_HOSTFILE=hostfile: 'node2:0' is not NODE or NODE:RANKS" ELASTIC_HOSTFILE=hostfile
+bad_env "ELASTIC_HOSTFILE=missing: cannot read it" ELASTIC_HOSTFILE=missing
 [ ! -e bad ] || fail "elastic.sh's bad input: a checkpoint folder was made"
 
 # The same job unbroken, three ranks.
@@ -143,7 +148,8 @@ cluster_gone
 # Two losses with ELASTIC_MIN_NODES=2: node3, then node2 while its rank
 # waits after step 200 of the restarted job.
 cluster_up 3
-start below 2 hang:1:200 --comm-timeout 60
+printf 'node1 slots=1\nnode2 slots=1 # the second\nnode3 slots=1\n' >nodes.txt
+NODES_ENV=ELASTIC_HOSTFILE=nodes.txt start below 2 hang:1:200 --comm-timeout 60
 power_off 3
 poll 60 after_restart 1 190 || { cat below.log below.err; fail "below: the restarted job did not reach step 190"; }
 sleep 1
