@@ -3,19 +3,20 @@
 # steps with a checkpoint every 50:
 # - node3 loses power (every process in it killed, its holder too, so that
 #   nothing answers there) while its rank waits after step 130 (the test
-#   fault "hang", 30 s): the wrapper starts the job again on node1 and node2 from
-#   step 100, once; it completes within 1e-5 of the same job unbroken, its
-#   metrics hold one restart event and, reading later records over earlier
-#   ones of a step (as jobs/plot.sh does), every progress step once;
+#   fault "hang", 30 s): the wrapper starts the job again on node1 and
+#   node2 from step 100, once; it completes within 1e-5 of the same job
+#   unbroken, its metrics hold one restart event and, reading later
+#   records over earlier ones of a step (as jobs/plot.sh does), every
+#   progress step once;
 # - node3's network is cut instead: rank 0's watchdog names its rank after
 #   --comm-timeout, the wrapper ends mpirun (which waits for node3's
 #   daemon) and goes on without node3, with the same result;
-# - node3 and then node2 lose power, with ELASTIC_MIN_NODES=2 (the nodes
-#   in a hostfile, ELASTIC_HOSTFILE): one restart,
-#   then one line naming the second loss and the minimum, status 1; the
-#   newest checkpoint resumes on node1 alone.
-# Bad settings of the wrapper: one line, status 2. The test prints what a
-# loss cost: from the kill to the wrapper's restart
+# - node3 and then node2 lose power: with ELASTIC_MIN_NODES=2 (the nodes
+#   in a hostfile, ELASTIC_HOSTFILE), and with ELASTIC_MAX_RESTARTS=1, one
+#   restart, then one line naming the second loss and the limit, status 1;
+#   the newest checkpoint resumes on node1 alone;
+# - bad settings of the wrapper: one line, status 2.
+# The test prints what a loss cost: from the kill to the wrapper's restart
 # line, and to the restarted job's step 110.
 . "$(dirname "$0")/lib.sh"
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -49,7 +50,7 @@ start() {
 	local min=$2 fault=$3
 	shift 3
 	on_node 1 env "${NODES_ENV:-ELASTIC_HOSTS=node1:1,node2:1,node3:1}" ELASTIC_MIN_NODES="$min" \
-		ELASTIC_MAX_RESTARTS=2 ELASTIC_GRACE=5 ELASTIC_PROBE="$WORK/agent" MPIRUN="$MPIRUN" \
+		ELASTIC_MAX_RESTARTS="${MAX_RESTARTS:-2}" ELASTIC_GRACE=5 ELASTIC_PROBE="$WORK/agent" MPIRUN="$MPIRUN" \
 		MPIRUN_ARGS="--mca plm_rsh_agent $WORK/agent --mca btl tcp,self --mca btl_tcp_if_include $CL_NET.0/24 --mca oob_tcp_if_include $CL_NET.0/24" \
 		MTRAIN="$MTRAIN" MTRAIN_TEST_FAULT="$fault" timeout 180 bash "$REPO/jobs/elastic.sh" \
 		"${RUN[@]}" --ckpt-dir "$TAG" --metrics "$TAG.jsonl" "$@" >"$TAG.log" 2>"$TAG.err" &
@@ -145,25 +146,37 @@ one_restart_without_node3
 cut_figures="cut to restart line $detected ms, to step 110 $first_step ms"
 cluster_gone
 
-# Two losses with ELASTIC_MIN_NODES=2: node3, then node2 while its rank
-# waits after step 200 of the restarted job.
-cluster_up 3
+# two_losses TAG MIN MAX LINE: node3 lost, then node2 while its rank waits
+# after step 200 of the restarted job; the wrapper ends with status 1 and
+# one error line, LINE, the newest checkpoint step 150's.
+two_losses() {
+	local tag=$1 min=$2 max=$3 line=$4 rc=0 newest
+	cluster_up 3
+	MAX_RESTARTS=$max start "$tag" "$min" hang:1:200 --comm-timeout 60
+	power_off 3
+	poll 60 after_restart 1 190 || { cat "$tag.log" "$tag.err"; fail "$tag: the restarted job did not reach step 190"; }
+	sleep 1
+	power_off 2
+	wait "$job" || rc=$?
+	[ "$rc" = 1 ] || { cat "$tag.log" "$tag.err"; fail "$tag: the job ended with status $rc, not 1"; }
+	[ "$(grep -c '^elastic: error' "$tag.err")" = 1 ] && grep -qxF "$line" "$tag.err" ||
+		{ cat "$tag.err"; fail "$tag: want the one line '$line'"; }
+	newest=$(ls "$tag" | tail -n 1)
+	[ "$newest" = ckpt-00000150.h5 ] || { ls "$tag"; fail "$tag: the newest checkpoint is $newest, not step 150's"; }
+	cluster_gone
+}
+# Below the minimum, the nodes in a hostfile; then the newest checkpoint
+# resumes on node1 alone.
 printf 'node1 slots=1\nnode2 slots=1 # the second\nnode3 slots=1\n' >nodes.txt
-NODES_ENV=ELASTIC_HOSTFILE=nodes.txt start below 2 hang:1:200 --comm-timeout 60
-power_off 3
-poll 60 after_restart 1 190 || { cat below.log below.err; fail "below: the restarted job did not reach step 190"; }
-sleep 1
-power_off 2
-rc=0
-wait "$job" || rc=$?
-[ "$rc" = 1 ] || { cat below.log below.err; fail "below: the job ended with status $rc, not 1"; }
-[ "$(grep -c '^elastic: error' below.err)" = 1 ] &&
-	grep -q "^elastic: error: lost node2: 1 node(s) left, fewer than ELASTIC_MIN_NODES=2; ending (the newest checkpoint is intact: it resumes on any number of ranks)$" below.err ||
-	{ cat below.err; fail "below: want one line naming node2 and the minimum"; }
-newest=$(ls below | tail -n 1)
-[ "$newest" = ckpt-00000150.h5 ] || { ls below; fail "below: the newest checkpoint is $newest, not step 150's"; }
+NODES_ENV=ELASTIC_HOSTFILE=nodes.txt two_losses below 2 2 \
+	"elastic: error: lost node2: 1 node(s) left, fewer than ELASTIC_MIN_NODES=2; ending (the newest checkpoint is intact: it resumes on any number of ranks)"
+# The restarts spent.
+two_losses spent 1 1 \
+	"elastic: error: lost node2 after 1 restart(s): ELASTIC_MAX_RESTARTS=1 reached; ending (the newest checkpoint is intact: it resumes on any number of ranks)"
+cluster_up 1
+newest=ckpt-00000150.h5
 cl_mpirun node1:1 "${RUN[@]}" --ckpt-dir below >below-resume.log 2>err || { cat err; fail "below: the resume on node1"; }
 grep -q "resumed from below/$newest at step 150" below-resume.log || { cat below-resume.log; fail "below: no resume from $newest"; }
 "$CMP" --norm "whole/$FINAL" "below/$FINAL" 1e-5 || fail "below: the resumed job's weights differ from the unbroken run's"
 cluster_gone
-pass "restarted once without node3 from step 100, each within 1e-5 of the unbroken run with one restart event and every progress step once: power lost ($dead_figures), network cut (--comm-timeout 10, grace 5: $cut_figures); node3 then node2 lost with 2 nodes the minimum: ended with one line, status 1, resumed on node1 alone from step 150"
+pass "restarted once without node3 from step 100, each within 1e-5 of the unbroken run with one restart event and every progress step once: power lost ($dead_figures), network cut (--comm-timeout 10, grace 5: $cut_figures); node3 then node2 lost: with 2 nodes the minimum, and with 1 restart the most, ended with one line each, status 1; resumed on node1 alone from step 150"
