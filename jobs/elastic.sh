@@ -77,9 +77,20 @@ trap 'forward USR1' USR1
 trap 'forward TERM' TERM
 trap 'forward INT' INT
 
-ERR=$(mktemp "${TMPDIR:-/tmp}/elastic.XXXXXX")
-OUT=$ERR.out
-trap 'rm -f "$ERR" "$OUT"' EXIT
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/elastic.XXXXXX") || usage_error "cannot make a scratch folder in ${TMPDIR:-/tmp}"
+ERR=$SCRATCH/err
+OUT=$SCRATCH/out
+trap 'rm -rf "$SCRATCH"' EXIT
+# A watchdog's last words (any rank's: whichever speaks first ends the job).
+DOG='^mtrain: error: rank [0-9][0-9]* .*(ending|aborting) the job'
+
+# probe NODE: whether NODE answers ELASTIC_PROBE within 10 s.
+probe() { timeout 10 "${PROBE[@]}" "$1" true </dev/null >/dev/null 2>&1; }
+# Every node must answer before the job starts: a probe that cannot work
+# would otherwise take a crash for the loss of every node.
+for h in "${HOSTS[@]}"; do
+	probe "${h%%:*}" || usage_error "node ${h%%:*} does not answer ELASTIC_PROBE (${PROBE[*]} ${h%%:*} true) before the job starts"
+done
 
 # run_once FLAGS...: mpirun over HOSTS; its status in rc. mtrain's output
 # and errors go on as they come, and into OUT and ERR for the wrapper:
@@ -93,18 +104,22 @@ run_once() {
 	"$MPIRUN" --host "$hosts" ${MPI_EXTRA[@]+"${MPI_EXTRA[@]}"} "$MTRAIN" "$@" \
 		> >(tee -a "$OUT") 2> >(tee -a "$ERR" >&2) &
 	pid=$!
-	[ -z "$signalled" ] || kill "-$signalled" "$pid" # it came before mpirun did
-	local ended=
+	local ended='' killed='' polls=0
 	while kill -0 "$pid" 2>/dev/null; do
-		if [ -z "$ended" ] && grep -q '^mtrain: error: rank 0 .*ending the job' "$ERR"; then
+		# A signal that came before mpirun had started, or in the instant
+		# before it replaced the forked shell, is sent again (a second
+		# USR1 or TERM does what the first does).
+		[ -z "$signalled" ] || [ "$polls" != 2 ] || kill "-$signalled" "$pid" 2>/dev/null
+		if [ -z "$ended" ] && grep -Eq "$DOG" "$ERR"; then
 			ended=$(date +%s)
 		fi
-		if [ -n "$ended" ] && [ $(($(date +%s) - ended)) -ge "$GRACE" ]; then
-			say "mpirun still runs $GRACE s after rank 0 ended the job: ending it"
+		if [ -n "$ended" ] && [ -z "$killed" ] && [ $(($(date +%s) - ended)) -ge "$GRACE" ]; then
+			say "mpirun still runs $GRACE s after a rank ended the job: ending it"
 			kill -TERM "$pid" 2>/dev/null
-			sleep 2
-			kill -KILL "$pid" 2>/dev/null
+			killed=$(date +%s)
 		fi
+		[ -z "$killed" ] || [ $(($(date +%s) - killed)) -lt 2 ] || kill -KILL "$pid" 2>/dev/null
+		polls=$((polls + 1))
 		sleep 0.5
 	done
 	rc=0
@@ -112,30 +127,43 @@ run_once() {
 	pid=
 }
 
-# stalled_nodes: the nodes of the ranks rank 0's watchdog named (a rank
-# that stopped answering, or stalled outside the collective: its node is
-# left out even when it answers the probe), from mtrain's "nodes" line.
+# stalled_nodes: the nodes (short names) of the ranks the watchdogs named
+# (a rank that stopped answering, or stalled outside the collective: its
+# node is left out even when it answers the probe): by mtrain's "nodes"
+# line, or where it lists no ranks (more than 16 nodes), by mpirun's
+# placement by slot over HOSTS.
 stalled_nodes() {
-	local ranks
-	ranks=$(grep -m 1 '^mtrain: error: rank 0 .*ending the job' "$ERR" | sed -n 's/.*; not in it: //p' |
-		grep -o 'rank [0-9]* (' | tr -dc '0-9\n' | paste -sd' ')
+	local ranks line
+	ranks=$(grep -E "$DOG" "$ERR" | sed -n 's/.*; not in it: //p' |
+		grep -o 'rank [0-9]* (' | tr -dc '0-9\n' | sort -un | paste -sd' ' -)
 	[ -n "$ranks" ] || return 0
-	grep -m 1 '^nodes [0-9]*: ' "$OUT" | sed 's/^nodes [0-9]*: //' | tr ';' '\n' |
-		awk -v want=" $ranks " '{ for (i = 3; i <= NF; i++) if (index(want, " " $i " ")) { print $1; break } }'
+	line=$(grep -m 1 '^nodes [0-9]*: .* ranks ' "$OUT" | sed 's/^nodes [0-9]*: //')
+	if [ -n "$line" ]; then
+		tr ';' '\n' <<<"$line" |
+			awk -v want=" $ranks " '{ for (i = 3; i <= NF; i++) if (index(want, " " $i " ")) { sub(/\..*/, "", $1); print $1; break } }'
+	else
+		printf '%s\n' "${HOSTS[@]}" |
+			awk -v want=" $ranks " -F: '{ n = $2 == "" ? 1 : $2; for (i = 0; i < n; i++) if (index(want, " " r + i " ")) { print $1; break } r += n }'
+	fi
 }
+# newest_ckpt: the newest checkpoint this job wrote, from mtrain's
+# "checkpoint PATH step N" lines, or "" (none yet).
+newest_ckpt() { sed -n 's/^checkpoint \(.*\) step [0-9][0-9]*$/\1/p' "$OUT" | tail -n 1; }
 
 restarts=0
+ckpt=
 flags=(--resume auto "$@")
 while :; do
 	run_once "${flags[@]}"
 	[ "$rc" = 0 ] && exit 0
 	[ -z "$signalled" ] || { say "stopped by $signalled (mpirun exited with status $rc)"; exit "$rc"; }
 	[ "$rc" != 2 ] || { say "mtrain rejected its input (status 2): not restarting"; exit 2; }
+	c=$(newest_ckpt)
+	[ -z "$c" ] || ckpt=$c
 	alive=() lost=()
-	stalled=" $(stalled_nodes | paste -sd' ') "
+	stalled=" $(stalled_nodes | paste -sd' ' -) "
 	for h in "${HOSTS[@]}"; do
-		if [[ $stalled != *" ${h%%:*} "* ]] &&
-			timeout 10 "${PROBE[@]}" "${h%%:*}" true </dev/null >/dev/null 2>&1; then
+		if [[ $stalled != *" ${h%%:*} "* ]] && probe "${h%%:*}"; then
 			alive+=("$h")
 		else
 			lost+=("${h%%:*}")
@@ -154,9 +182,13 @@ while :; do
 		say "error: lost $lost_text after $restarts restart(s): ELASTIC_MAX_RESTARTS=$MAX reached; ending (the newest checkpoint is intact: it resumes on any number of ranks)"
 		exit 1
 	fi
+	# A signal during the probes: the checkpoint is intact, nothing runs.
+	[ -z "$signalled" ] || { say "stopped by $signalled before restarting"; exit 0; }
 	restarts=$((restarts + 1))
 	HOSTS=("${alive[@]}")
-	say "restart $restarts of at most $MAX: lost $lost_text (mpirun exited with status $rc); going on with ${#HOSTS[@]} node(s): $(IFS=,; echo "${HOSTS[*]}")"
-	# Later flags win: every restart resumes, and names itself.
-	flags=("$@" --resume auto --restart "$restarts" --restart-lost "$lost_text")
+	say "restart $restarts of at most $MAX: lost $lost_text (mpirun exited with status $rc); going on with ${#HOSTS[@]} node(s): $(IFS=,; echo "${HOSTS[*]}"); from ${ckpt:-the start (no checkpoint yet)}"
+	# Later flags win: a restart resumes from the newest checkpoint this
+	# job wrote (not whatever else --ckpt-dir holds), or as the first run
+	# began when it wrote none; and names itself.
+	flags=("$@" ${ckpt:+--resume "$ckpt"} --restart "$restarts" --restart-lost "$lost_text")
 done

@@ -76,7 +76,7 @@ timed_restart() {
 # one_restart_without_node3: what a completed job with one restart, from
 # step 100, without node3, shows.
 one_restart_without_node3() {
-	grep -q "^elastic: restart 1 of at most 2: lost node3 (mpirun exited with status [1-9][0-9]*); going on with 2 node(s): node1:1,node2:1$" "$TAG.err" ||
+	grep -q "^elastic: restart 1 of at most 2: lost node3 (mpirun exited with status [1-9][0-9]*); going on with 2 node(s): node1:1,node2:1; from $TAG/ckpt-00000100.h5$" "$TAG.err" ||
 		{ cat "$TAG.err"; fail "$TAG: the wrapper's restart line"; }
 	grep -q "^restart 1: lost node3; resuming on 2 nodes (2 ranks) from step 100$" "$TAG.log" ||
 		{ cat "$TAG.log"; fail "$TAG: mtrain's restart line"; }
@@ -112,6 +112,8 @@ bad_env "ELASTIC_MAX_RESTARTS='two' is not a whole number" ELASTIC_HOSTS=node1 E
 printf '# two nodes\nnode1 slots=2\nnode2 slots=0\n' >hostfile
 bad_env "ELASTIC_HOSTFILE=hostfile: 'node2:0' is not NODE or NODE:RANKS" ELASTIC_HOSTFILE=hostfile
 bad_env "ELASTIC_HOSTFILE=missing: cannot read it" ELASTIC_HOSTFILE=missing
+bad_env "node node9 does not answer ELASTIC_PROBE (false node9 true) before the job starts" \
+	ELASTIC_HOSTS=node9 ELASTIC_PROBE=false
 [ ! -e bad ] || fail "elastic.sh's bad input: a checkpoint folder was made"
 
 # The same job unbroken, three ranks.
@@ -140,7 +142,7 @@ timed_restart "$t0"
 # --comm-timeout, ELASTIC_GRACE and the restart's own few seconds.
 [ "$detected" -le 30000 ] || fail "cut: the restart line came $detected ms after the cut (--comm-timeout 10 s, grace 5 s)"
 finish
-grep -q "^elastic: mpirun still runs 5 s after rank 0 ended the job: ending it$" "$TAG.err" ||
+grep -q "^elastic: mpirun still runs 5 s after a rank ended the job: ending it$" "$TAG.err" ||
 	{ cat "$TAG.err"; fail "cut: the wrapper did not end the waiting mpirun"; }
 one_restart_without_node3
 cut_figures="cut to restart line $detected ms, to step 110 $first_step ms"

@@ -29,7 +29,7 @@ wait_for 90 restarted || { cat "$out"; slurm_logs; fail "the job did not go on a
 took=$(( ($(date +%s%N) - killed) / 1000000 ))
 done_() { [ -s "ck/$FINAL" ] && ! on_node 1 scontrol show job "$job" | grep -q "JobState=RUNNING"; }
 wait_for 120 done_ || { cat "$out"; on_node 1 scontrol show job "$job"; slurm_logs; fail "the job did not complete"; }
-grep -q "^elastic: restart 1 of at most 3: lost node3 (mpirun exited with status [1-9][0-9]*); going on with 2 node(s): node1:1,node2:1$" "$out" ||
+grep -q "^elastic: restart 1 of at most 3: lost node3 (mpirun exited with status [1-9][0-9]*); going on with 2 node(s): node1:1,node2:1; from ck/ckpt-00000100.h5$" "$out" ||
 	{ cat "$out"; fail "the wrapper's restart line"; }
 grep -q "^restart 1: lost node3; resuming on 2 nodes (2 ranks) from step 100$" "$out" ||
 	{ cat "$out"; fail "mtrain's restart line"; }
