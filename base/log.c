@@ -10,7 +10,7 @@
 
 static int g_rank, g_size = 1, g_device = -1;
 static char g_host[LOG_HOST_LEN] = "?";
-static char g_user_error[16384]; /* several lines for checkpoint mismatches */
+static char g_user_error[USER_ERROR_MAX];
 static FILE *g_metrics;
 
 void log_set_identity(int rank, int size, const char *host)

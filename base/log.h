@@ -49,6 +49,8 @@ int user_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Whether this rank has a pending user error, and its text. */
 int user_error_pending(void);
 const char *user_error_text(void);
+/* The longest user error kept (several lines for a checkpoint's mismatches). */
+#define USER_ERROR_MAX 16384
 void user_error_clear(void);
 
 /* Metrics file: one JSON object per line, written by rank 0. NULL path: none. */

@@ -20,8 +20,9 @@ int sandbox_enabled = 1;
 
 /* The child's environment variable: "READER:REQUEST_FD:RESULT_FD". */
 #define SANDBOX_ENV "MTRAIN_SANDBOX"
-/* The error text the child sends back is at most this long. */
-#define SANDBOX_TEXT_MAX 4096
+/* The error text the child sends back is at most this long: the whole of
+ * a user error (a checkpoint of another model lists every mismatch). */
+#define SANDBOX_TEXT_MAX USER_ERROR_MAX
 
 void sandbox_move(struct sandbox_pipe *p, void *buf, size_t len)
 {

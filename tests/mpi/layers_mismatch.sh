@@ -26,4 +26,12 @@ grep -q "^mtrain: error: kept/ckpt-00000006.h5, the newest checkpoint in kept, w
 	{ cat last.err; fail "another model's folder: not the one line naming both models"; }
 [ "$(grep -c '^mtrain: error' last.err)" = 1 ] || { cat last.err; fail "another model's folder: not exactly one error line"; }
 ls -l --time-style=full-iso kept | cmp -s - before.ls || fail "another model's folder: something was written"
+# A model so unlike the checkpoint's that the list of its mismatched
+# variables runs past 4 KiB: the same one line (the reader's child once
+# could not send so long an error back, and the run took the checkpoint
+# for a damaged one, skipped it and started afresh beside it).
+expect_status 2 ranks 2 "${SMALL[@]}" --model "60*(dense:4,relu),dense" --steps 12 --ckpt-dir kept
+grep -q "^mtrain: error: kept/ckpt-00000006.h5, the newest checkpoint in kept, was written by another model" last.err ||
+	{ cat last.err; fail "a very different model's folder: not the one line naming both models"; }
+ls -l --time-style=full-iso kept | cmp -s - before.ls || fail "a very different model's folder: something was written"
 pass "mismatched ranks abort with the naming message; another model's folder is one line"
