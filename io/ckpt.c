@@ -27,9 +27,7 @@ struct read_args {
 	struct ckpt_meta *meta;
 };
 
-/* A variable's name and shape, member by member; the receiver bounds the
- * shape, then allocates the data (which moves apart, move_data). */
-static void move_head(struct sandbox_pipe *p, struct ckpt_var *v)
+void ckpt_var_move_head(struct sandbox_pipe *p, struct ckpt_var *v)
 {
 	sandbox_move(p, v->name, sizeof(v->name));
 	sandbox_move(p, &v->ndim, sizeof(v->ndim));
@@ -43,8 +41,7 @@ static void move_head(struct sandbox_pipe *p, struct ckpt_var *v)
 	p->failed |= !v->data;
 }
 
-/* A variable's values, into the data the receiver already has. */
-static void move_data(struct sandbox_pipe *p, struct ckpt_var *v)
+void ckpt_var_move_data(struct sandbox_pipe *p, struct ckpt_var *v)
 {
 	sandbox_move(p, v->data, p->failed ? 0 : ckpt_var_cells(v) * sizeof(float));
 }
@@ -67,7 +64,7 @@ static void read_ask(void *arg, struct sandbox_pipe *p)
 		a->vars = a->mode == READ_VARS ? xcalloc((size_t)a->n + 1, sizeof(*a->vars)) : NULL;
 	}
 	for (int i = 0; a->mode == READ_VARS && i < a->n && !p->failed; i++)
-		move_head(p, &a->vars[i]);
+		ckpt_var_move_head(p, &a->vars[i]);
 }
 
 static int read_child(void *arg)
@@ -110,8 +107,8 @@ static void read_move(void *arg, struct sandbox_pipe *p)
 	struct ckpt_var *v = a->mode == READ_ALL ? *a->all : a->vars;
 	for (int i = 0; i < a->n && !p->failed; i++) {
 		if (a->mode == READ_ALL)
-			move_head(p, &v[i]);
-		move_data(p, &v[i]);
+			ckpt_var_move_head(p, &v[i]);
+		ckpt_var_move_data(p, &v[i]);
 	}
 }
 

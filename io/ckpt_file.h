@@ -16,3 +16,12 @@ int ckpt_read_here(const char *path, struct ckpt_var *vars, int n, int allow_ext
 int ckpt_read_meta_here(const char *path, struct ckpt_meta *meta);
 int ckpt_read_all_here(const char *path, struct ckpt_var **vars, int *n,
 		       struct ckpt_meta *meta);
+
+struct sandbox_pipe;
+/* A variable's name and shape down a sandbox pipe (sandbox.h), member by
+ * member; the receiver bounds the shape, then allocates the data (which
+ * moves apart, ckpt_var_move_data): the readers that run in a child and
+ * send variables back (ckpt.c, weights_file.c) share them. */
+void ckpt_var_move_head(struct sandbox_pipe *p, struct ckpt_var *v);
+/* A variable's values, into the data the receiver already has. */
+void ckpt_var_move_data(struct sandbox_pipe *p, struct ckpt_var *v);

@@ -55,8 +55,8 @@ void sandbox_move_str(struct sandbox_pipe *p, char **s, size_t max)
 		(*s)[len - 1] = 0;
 }
 
-static const struct sandbox_reader *const readers[] = {&ckpt_sandbox_reader,
-						       &dataset_sandbox_reader};
+static const struct sandbox_reader *const readers[] = {
+	&ckpt_sandbox_reader, &dataset_sandbox_reader, &weights_sandbox_reader};
 
 /* The child, before main: receives the request, reads, sends its return
  * value, its user error and the result, and exits. */

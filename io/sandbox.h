@@ -52,7 +52,8 @@ struct sandbox_reader {
 
 /* The readers a child may be asked to run (the constructor finds them by
  * name). */
-extern const struct sandbox_reader ckpt_sandbox_reader, dataset_sandbox_reader;
+extern const struct sandbox_reader ckpt_sandbox_reader, dataset_sandbox_reader,
+	weights_sandbox_reader;
 
 /* Runs r on arg in a child process. Returns r->read's return value, with
  * its user error carried over, or RC_CORRUPT with "PATH: reading it crashed

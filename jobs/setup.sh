@@ -9,7 +9,12 @@
 #                            gnuplot (jobs/plot.sh), and a Python venv in
 #                            the build folder (py/) that sees Debian's torch
 #                            and h5py and has safetensors and tensorboard
-#                            from PyPI (the export and TensorBoard tests)
+#                            from PyPI (the export and TensorBoard tests),
+#                            and a venv with TensorFlow (CPU) and Keras 3
+#                            from PyPI for the keras tests, kept outside the
+#                            tree (MTRAIN_KERAS_VENV, default
+#                            ~/.cache/mtrain/keras-venv: 1.6 GB, made once
+#                            per machine) and linked as build/keras-venv
 #   jobs/setup.sh --torch    also Debian's python3-torch, for the PyTorch
 #                            peer of jobs/bench.sh (jobs/bench_torch.py);
 #                            not in the default setup (CI time)
@@ -20,7 +25,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-dev
-	libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist)
+	libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libjansson-dev libzip-dev
+	dataset-fashion-mnist)
 [ "${1:-}" = --torch ] && packages+=(python3 python3-torch)
 [ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge python3 python3-venv
 	python3-numpy python3-h5py python3-pil python3-torch gnuplot-nox iproute2 util-linux procps)
@@ -57,4 +63,20 @@ if [ "${1:-}" = --tests ]; then
 	"$py" -c 'import safetensors, tensorboard' 2>/dev/null ||
 		"$py" -m pip install -q --disable-pip-version-check safetensors tensorboard ||
 		echo "setup: warning: pip could not install safetensors and tensorboard" >&2
+fi
+
+# Keras, the client of `mtrain export --format keras` and the source of
+# --init-from's Keras files (tests/keras): its own venv (TensorFlow brings
+# its own numpy), versions pinned to those the tests were written against.
+if [ "${1:-}" = --tests ]; then
+	kv=${MTRAIN_KERAS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/mtrain/keras-venv}
+	has='import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ("tensorflow", "keras", "h5py")))'
+	if ! "$kv/bin/python" -c "$has" 2>/dev/null; then
+		echo "setup: installing TensorFlow (CPU) and Keras into $kv (once a machine)"
+		{ [ -x "$kv/bin/python" ] || /usr/bin/python3 -m venv "$kv"; } &&
+			"$kv/bin/pip" install -q --disable-pip-version-check tensorflow-cpu==2.21.0 \
+				keras==3.15.1 h5py==3.14.0 ||
+			echo "setup: warning: pip could not install TensorFlow and Keras into $kv" >&2
+	fi
+	ln -sfn "$kv" "$build/keras-venv"
 fi

@@ -1,5 +1,6 @@
-/* The safetensors export of export.h. The file is an 8-byte little-endian
- * header length, a JSON header ({"name": {"dtype", "shape",
+/* The exports of export.h: safetensors, and Keras' two files (keras.h,
+ * weights_file.h). A safetensors file is an 8-byte little-endian header
+ * length, a JSON header ({"name": {"dtype", "shape",
  * "data_offsets"}, ..., "__metadata__": {...}}, padded with spaces to a
  * multiple of 8 bytes), then the tensors' bytes back to back in header
  * order. */
@@ -9,7 +10,9 @@
 #include "ema.h"
 #include "layers.h"
 #include "log.h"
+#include "keras.h"
 #include "paths.h"
+#include "weights_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,18 +92,14 @@ static int write_file(const char *out, const char *header, size_t hlen,
 	return path_commit_temp(f, tmp, out);
 }
 
-int export_safetensors(const char *ckpt, const char *out, enum export_weights which)
+/* The exported tensors of vars[0..n): src[i] holds the values written
+ * under names[i] (which picks a variable or its shadow); *k of them. 0, or
+ * RC_USER (a weight without its shadow, with EXPORT_EMA). */
+static int pick(const char *ckpt, const struct ckpt_var *vars, int n, enum export_weights which,
+		const struct ckpt_var **src, const char **names, int *k)
 {
-	struct ckpt_var *vars;
-	struct ckpt_meta m;
-	int n;
-	int rc = ckpt_read_all(ckpt, &vars, &n, &m);
-	if (rc)
-		return rc;
-	const struct ckpt_var **src = xcalloc((size_t)n, sizeof(*src));
-	const char **names = xcalloc((size_t)n, sizeof(*names));
-	int k = 0;
-	for (int i = 0; i < n && !rc; i++) {
+	*k = 0;
+	for (int i = 0; i < n; i++) {
 		if (!is_weight(vars, n, &vars[i]))
 			continue;
 		/* A non-trainable variable has no shadow: its own values go with
@@ -109,11 +108,25 @@ int export_safetensors(const char *ckpt, const char *out, enum export_weights wh
 							? &vars[i]
 							: find_slot(vars, n, vars[i].name, EMA_SUFFIX);
 		if (which == EXPORT_EMA && !shadow)
-			rc = user_error("%s: %s has no %s/%s to export with --weights ema", ckpt,
-					vars[i].name, vars[i].name, EMA_SUFFIX);
-		names[k] = vars[i].name;
-		src[k++] = which == EXPORT_EMA ? shadow : &vars[i];
+			return user_error("%s: %s has no %s/%s to export with --weights ema", ckpt,
+					  vars[i].name, vars[i].name, EMA_SUFFIX);
+		names[*k] = vars[i].name;
+		src[(*k)++] = which == EXPORT_EMA ? shadow : &vars[i];
 	}
+	return 0;
+}
+
+int export_safetensors(const char *ckpt, const char *out, enum export_weights which)
+{
+	struct ckpt_var *vars;
+	struct ckpt_meta m;
+	int n, k = 0;
+	int rc = ckpt_read_all(ckpt, &vars, &n, &m);
+	if (rc)
+		return rc;
+	const struct ckpt_var **src = xcalloc((size_t)n + 1, sizeof(*src));
+	const char **names = xcalloc((size_t)n + 1, sizeof(*names));
+	rc = pick(ckpt, vars, n, which, src, names, &k);
 	if (!rc && path_same_file(ckpt, out))
 		rc = user_error("export --out %s: is the checkpoint being exported", out);
 	size_t hlen = 0;
@@ -125,5 +138,102 @@ int export_safetensors(const char *ckpt, const char *out, enum export_weights wh
 	free(src);
 	ckpt_free_vars(vars, n);
 	ckpt_meta_free(&m);
+	return rc;
+}
+
+int export_plan_model(const char *path, const struct ckpt_meta *meta, struct model *m,
+		      const char **why)
+{
+	struct config cfg;
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n = 0, in[3];
+	const int flat[3] = {1, 1, meta->input_dim};
+	config_defaults(&cfg);
+	*why = NULL;
+	if (!meta->config)
+		*why = "the file holds no configuration";
+	else if (config_parse_text(&cfg, meta->config, "the checkpoint's config") ||
+		 model_specs(&cfg, spec, &n))
+		*why = "this mtrain cannot read its configuration's model";
+	else if (sscanf(meta->input_shape, "%d,%d,%d", &in[0], &in[1], &in[2]) != 3 &&
+		 model_input_shape(&cfg, path, flat, in))
+		*why = "its input shape is not stored (before format 4)";
+	else if (model_plan(m, spec, n, in, meta->classes, cfg.seed))
+		*why = "its model cannot be laid out for its input";
+	user_error_clear();
+	return *why ? -1 : 0;
+}
+
+/* host_w (P) = the picked tensors, each under its registry name with the
+ * registry's shape. 0, or RC_USER naming the first that does not fit. */
+static int fill_registry(const char *ckpt, const struct model *model,
+			 const struct ckpt_var **src, const char **names, int k, float *host_w)
+{
+	for (int p = 0; p < model->reg.n; p++) {
+		const struct param *q = &model->reg.p[p];
+		int i = 0;
+		while (i < k && strcmp(names[i], q->name))
+			i++;
+		if (i == k || src[i]->ndim != q->ndim ||
+		    memcmp(src[i]->shape, q->shape, sizeof(q->shape)))
+			return user_error("%s: %s is not stored as its configuration's model has it",
+					  ckpt, q->name);
+		memcpy(host_w + q->offset, src[i]->data, q->size * sizeof(float));
+	}
+	return 0;
+}
+
+int export_keras(const char *ckpt, const char *out, enum export_weights which, int whole)
+{
+	struct ckpt_var *vars;
+	struct ckpt_meta meta;
+	int n, k = 0;
+	int rc = ckpt_read_all(ckpt, &vars, &n, &meta);
+	if (rc)
+		return rc;
+	struct model *model = xcalloc(1, sizeof(*model));
+	const struct ckpt_var **src = xcalloc((size_t)n + 1, sizeof(*src));
+	const char **names = xcalloc((size_t)n + 1, sizeof(*names));
+	const char *why = NULL;
+	float *host_w = NULL;
+	char *config = NULL;
+	rc = pick(ckpt, vars, n, which, src, names, &k);
+	if (!rc && export_plan_model(ckpt, &meta, model, &why))
+		rc = user_error("%s: cannot export it for Keras: %s", ckpt, why);
+	if (!rc && path_same_file(ckpt, out))
+		rc = user_error("export --out %s: is the checkpoint being exported", out);
+	if (!rc) {
+		host_w = xcalloc(model->reg.total + 1, sizeof(float));
+		rc = fill_registry(ckpt, model, src, names, k, host_w);
+	}
+	if (!rc && whole && !(config = keras_model_config(model)))
+		rc = RC_USER;
+	if (!rc) {
+		struct keras_layer_vars *layers = xcalloc((size_t)model->n_layers + 1, sizeof(*layers));
+		struct ckpt_var *views = xcalloc((size_t)model->reg.n + 1, sizeof(*views));
+		char(*lnames)[PARAM_NAME_LEN] = xcalloc((size_t)model->n_layers + 1, sizeof(*lnames));
+		int nl = keras_layer_vars(model, host_w, layers, views, lnames);
+		size_t len = 0;
+		void *image = keras_h5_image(layers, nl, "mtrain", &len);
+		char *metadata = whole ? keras_metadata() : NULL;
+		if (!image)
+			rc = user_error("export --out %s: HDF5 could not make the weights file", out);
+		else if (whole)
+			rc = keras_zip_write(out, metadata, config, image, len);
+		else if (weights_write_file(out, image, len))
+			rc = user_error("export --out %s: cannot write: %s", out, strerror(errno));
+		free(metadata);
+		free(image);
+		free(lnames);
+		free(views);
+		free(layers);
+	}
+	free(config);
+	free(host_w);
+	free(names);
+	free(src);
+	free(model);
+	ckpt_free_vars(vars, n);
+	ckpt_meta_free(&meta);
 	return rc;
 }

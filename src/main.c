@@ -33,7 +33,9 @@ static void usage(FILE *f)
 		"                                          convert class folders of PNG/JPEG\n"
 		"  mtrain inspect FILE.h5 [--json]         list a checkpoint's variables\n"
 		"  mtrain export FILE.h5 --out F.safetensors [--weights raw|ema]\n"
-		"                [--format safetensors]    the model's weights for deployment\n"
+		"                [--format safetensors|keras|keras-weights]\n"
+		"                                          the model for deployment (keras:\n"
+		"                                          F.keras, keras-weights: F.weights.h5)\n"
 		"  mpirun -np N mtrain eval --ckpt FILE.h5 [--eval-data F] [--weights raw|ema|both]\n"
 		"                                          evaluate a checkpoint\n"
 		"  mtrain preview --data F [--input-shape H,W,C] [--augment LIST] [--rows N]\n"
@@ -102,31 +104,16 @@ static int cmd_import(int argc, char **argv, struct comm *c)
 static void inspect_model(const char *path)
 {
 	struct ckpt_meta meta;
-	struct config cfg;
-	struct layer_spec spec[MODEL_MAX_LAYERS];
 	struct model m;
-	int n = 0, in[3];
 	const char *why = NULL;
 	if (ckpt_read_meta(path, &meta))
 		return;
-	const int flat[3] = {1, 1, meta.input_dim};
-	config_defaults(&cfg);
-	if (!meta.config)
-		why = "the file holds no configuration";
-	else if (config_parse_text(&cfg, meta.config, "the checkpoint's config") ||
-		 model_specs(&cfg, spec, &n))
-		why = "this mtrain cannot read its configuration's model";
-	else if (sscanf(meta.input_shape, "%d,%d,%d", &in[0], &in[1], &in[2]) != 3 &&
-		 model_input_shape(&cfg, path, flat, in))
-		why = "its input shape is not stored (before format 4)";
-	else if (model_plan(&m, spec, n, in, meta.classes, cfg.seed))
-		why = "its model cannot be laid out for its input";
-	user_error_clear();
+	export_plan_model(path, &meta, &m, &why);
 	printf("\nmodel");
 	if (why) {
 		printf(": not shown: %s\n", why);
 	} else {
-		printf(" (its configuration's, on its input %dx%dx%d):\n", in[0], in[1], in[2]);
+		printf(" (its configuration's, on its input %dx%dx%d):\n", m.in[0], m.in[1], m.in[2]);
 		model_summary(&m, stdout);
 	}
 	ckpt_meta_free(&meta);
@@ -149,9 +136,9 @@ static int cmd_export(int argc, char **argv, struct comm *c)
 {
 	const char *keys[3] = {"out", "weights", "format"}, *vals[3] = {0};
 	static const char *const weights[] = {"raw", "ema", NULL};
-	static const char *const formats[] = {"safetensors", NULL};
+	static const char *const formats[] = {"safetensors", "keras", "keras-weights", NULL};
 	char list[32];
-	int which = 0;
+	int which = 0, format = 0;
 	if (argc < 1 || !strncmp(argv[0], "--", 2))
 		user_error("export: expected a checkpoint file first (mtrain export CKPT --out FILE)");
 	else if (sub_args(argc - 1, argv + 1, keys, vals, 3) == 0) {
@@ -160,13 +147,15 @@ static int cmd_export(int argc, char **argv, struct comm *c)
 		else if (vals[1] && (which = kind_parse(weights, vals[1])) < 0)
 			user_error("--weights: '%s' is not one of %s", vals[1],
 				   kind_choices(weights, list, sizeof(list)));
-		else if (vals[2] && kind_parse(formats, vals[2]) < 0)
+		else if (vals[2] && (format = kind_parse(formats, vals[2])) < 0)
 			user_error("--format: '%s' is not one of %s", vals[2],
 				   kind_choices(formats, list, sizeof(list)));
 	}
 	if (!user_error_pending() && c->rank == 0 &&
-	    export_safetensors(argv[0], vals[0], (enum export_weights)which) == 0)
-		log_info("wrote %s (%s weights of %s)", vals[0], weights[which], argv[0]);
+	    (format ? export_keras(argv[0], vals[0], (enum export_weights)which, format == 1)
+		    : export_safetensors(argv[0], vals[0], (enum export_weights)which)) == 0)
+		log_info("wrote %s (%s, %s weights of %s)", vals[0], formats[format], weights[which],
+			 argv[0]);
 	return comm_user_errors(c) ? EXIT_USER : EXIT_OK;
 }
 

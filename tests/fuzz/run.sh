@@ -7,9 +7,9 @@
 #   cmake --build build-fuzz -j2 && tests/fuzz/run.sh build-fuzz [TARGET...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:?usage: tests/fuzz/run.sh BUILD_DIR [config idx dataset ckpt]}
+build=${1:?usage: tests/fuzz/run.sh BUILD_DIR [config idx dataset ckpt weights]}
 shift
-targets=("${@:-config idx dataset ckpt}")
+targets=("${@:-config idx dataset ckpt weights}")
 read -r -a targets <<<"${targets[*]}"
 out=${FUZZ_OUT:-fuzz-out}
 export ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS=suppressions=$here/../sanitize.supp:use_tls=0
@@ -21,7 +21,7 @@ run() {
 	# HDF5's own crashes on forged files would end a plain run at the first:
 	# the HDF5 targets run forked, keeping every crash and going on.
 	local fork=()
-	case $name in dataset | ckpt) fork=(-fork=1 -ignore_crashes=1) ;; esac
+	case $name in dataset | ckpt | weights) fork=(-fork=1 -ignore_crashes=1) ;; esac
 	(cd "$dir" && "$build/tests/fuzz/fuzz_$name" -max_total_time="${FUZZ_SECONDS:-600}" \
 		"${fork[@]}" -print_final_stats=1 corpus >log 2>&1) || true
 	echo "fuzz_$name: $(grep -E '^stat::number_of_executed_units|^#[0-9]+.*exec/s' "$dir/log" | tail -n 1 | sed -E 's/^#([0-9]+).*/\1/; s/.* //') runs," \

@@ -98,3 +98,13 @@ need_python() {
 			skip_or_fail "Python module $m is not installed (jobs/setup.sh --tests installs it)"
 	done
 }
+
+# KPY: Keras' Python (TensorFlow CPU, Keras 3 and h5py in a venv that
+# jobs/setup.sh --tests makes once a machine, linked as build/keras-venv).
+# need_keras: skips the test (skip_or_fail) unless it has them.
+KPY=$MTRAIN_BUILD/keras-venv/bin/python
+need_keras() {
+	[ -x "$KPY" ] && "$KPY" -c 'import h5py, keras' 2>/dev/null ||
+		skip_or_fail "no Keras venv at $MTRAIN_BUILD/keras-venv (jobs/setup.sh --tests makes it)"
+	export TF_CPP_MIN_LOG_LEVEL=3 KERAS_BACKEND=tensorflow
+}

@@ -1,0 +1,30 @@
+/* An mtrain model as Keras 3 sees it: the functional model's config.json
+ * (every layer kind as its Keras layer, under the same names, wired as
+ * mtrain wires them; a residual block's add as Keras' Add), and where each
+ * variable lives in Keras' weights file ("<layer>/vars/<i>": a Dense's
+ * kernel is vars/0, its bias vars/1; batch norm's gamma, beta, moving mean
+ * and variance vars/0 to 3). The files themselves are io/weights_file's. */
+#pragma once
+#include <stddef.h>
+
+#include "model.h"
+#include "weights_file.h"
+
+/* The config.json text of m as a Keras functional model named "mtrain",
+ * its input called "input_layer", its last layer's output the model's (a
+ * last Dense gives probabilities: its activation is softmax, where mtrain
+ * trains on the logits). malloc'd, or NULL with a user_error naming the
+ * first layer Keras cannot express as mtrain computes it. */
+char *keras_model_config(const struct model *m);
+/* metadata.json's text (malloc'd): Keras' format version and the time. */
+char *keras_metadata(void);
+/* Keras' place of each variable of m's registry: keys[p] =
+ * "<layer>/vars/<i>" for m->reg.p[p]. */
+void keras_var_keys(const struct model *m, char (*keys)[PARAM_NAME_LEN]);
+/* The layers of a Keras weights file for m with values host_w (P, the
+ * registry's layout): layers[0] the input layer's (no variables), then
+ * one per layer of m, each variable a view into host_w (views: room for
+ * m->reg.n). Returns how many layers it filled (m->n_layers + 1);
+ * layer names live in names (m->n_layers + 1 of them). */
+int keras_layer_vars(const struct model *m, const float *host_w, struct keras_layer_vars *layers,
+		     struct ckpt_var *views, char (*names)[PARAM_NAME_LEN]);
