@@ -62,6 +62,8 @@ const struct option_def options[] = {
 	OPT("ckpt-every-min", T_FLOAT, ckpt_every_min, "0", 0, 1e6, M, "minutes between checkpoints by rank 0's clock (every rank saves at the same step), besides --ckpt-every's and those at the end of every epoch and of the run; 0: none by time"),
 	OPT("keep", T_INT, keep, "5", 1, 1e6, M, "newest checkpoints kept"),
 	OPT("resume", T_STR, resume, "auto", 0, 0, M, "auto (newest valid checkpoint in --ckpt-dir), never, or a checkpoint file"),
+	{"init-from", T_STR, OFF(init_from), NULL, 0, 0, NULL, OPTIM_HP_NONE, M, "a new run's starting weights: every variable from its name in this mtrain checkpoint, safetensors, .keras or Keras .weights.h5 file (EMA shadows start from them; optimizer and step fresh); ignored, with a line, when the run resumes", "FILE"},
+	{"init-skip", T_STR, OFF(init_skip), NULL, 0, 0, NULL, OPTIM_HP_NONE, M, "with --init-from: the variables that keep their fresh values, a regular expression (POSIX extended) matching the whole name, e.g. 'dense_2/.*'", "REGEX"},
 	OPT("log-every", T_LONG, log_every, "50", 1, 1e12, M, "steps between progress lines"),
 	OPT("metrics", T_STR, metrics, NULL, 0, 0, M, "append JSON-lines metrics to this file (rank 0)"),
 	OPT_ENUM("device", device, device_names, "auto", M, "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"),
@@ -450,6 +452,17 @@ int config_timeline_steps(const struct config *cfg, long *first, long *last)
 	return 0;
 }
 
+int config_init_skip(const struct config *cfg, regex_t *re)
+{
+	char whole[PATH_LEN + 8], why[160];
+	snprintf(whole, sizeof(whole), "^(%s)$", cfg->init_skip);
+	int rc = regcomp(re, whole, REG_EXTENDED | REG_NOSUB);
+	if (!rc)
+		return 0;
+	regerror(rc, re, why, sizeof(why));
+	return user_error("--init-skip: '%s' is not a regular expression (%s)", cfg->init_skip, why);
+}
+
 int config_validate(const struct config *cfg)
 {
 	long first, last;
@@ -466,6 +479,14 @@ int config_validate(const struct config *cfg)
 		return user_error("--lr: must be above 0");
 	if (cfg->restart_lost[0] && !cfg->restart)
 		return user_error("--restart-lost: names the nodes a restart lost; give --restart N too");
+	if (cfg->init_skip[0] && !cfg->init_from[0])
+		return user_error("--init-skip: names variables --init-from leaves fresh; give "
+				  "--init-from FILE too");
+	regex_t re;
+	if (cfg->init_skip[0] && config_init_skip(cfg, &re))
+		return -1;
+	if (cfg->init_skip[0])
+		regfree(&re);
 	struct augment a;
 	return augment_parse(&a, cfg->augment);
 }

@@ -2,6 +2,7 @@
  * the --config key = value file, --help, validation and the text stored in
  * every checkpoint. */
 #pragma once
+#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -62,6 +63,8 @@ struct config {
 	long check_replicas;      /* steps between replica comparisons; 0: never */
 	long restart;             /* an elastic job's restart this run is, e.g. 1; 0: none */
 	char restart_lost[PATH_LEN]; /* the nodes it lost, e.g. "node3", "" unnamed */
+	char init_from[PATH_LEN]; /* a fresh run's weights, e.g. "model.keras", "" none */
+	char init_skip[PATH_LEN]; /* the variables it leaves fresh, e.g. "dense_2/.*" */
 	char config_file[PATH_LEN]; /* the --config file, "" for none */
 };
 
@@ -80,6 +83,9 @@ int config_parse_text(struct config *cfg, const char *text, const char *where);
 int config_timeline_steps(const struct config *cfg, long *first, long *last);
 /* Cross-option checks (ranges that depend on each other). 0 or -1. */
 int config_validate(const struct config *cfg);
+/* --init-skip compiled into re (matching whole names; regfree it). 0, or
+ * -1 with a user_error. */
+int config_init_skip(const struct config *cfg, regex_t *re);
 /* Writes every option as "key = value" lines, readable by config_parse_text. */
 void config_write(const struct config *cfg, FILE *f);
 /* config_write into a malloc'd string. */

@@ -14,7 +14,12 @@ void ema_init(struct ema *e, const struct backend *be, const float *w, size_t n,
 	e->num_updates = num_updates;
 	e->owner = owner;
 	e->shadow = be->alloc(be, total * sizeof(float));
-	be->copy(be, e->shadow, w, total * sizeof(float));
+	ema_restart(e, w);
+}
+
+void ema_restart(struct ema *e, const float *w)
+{
+	e->be->copy(e->be, e->shadow, w, e->total * sizeof(float));
 }
 
 void ema_free(struct ema *e)

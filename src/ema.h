@@ -25,6 +25,9 @@ struct ema {
 void ema_init(struct ema *e, const struct backend *be, const float *w, size_t n, size_t total,
 	      float decay, int num_updates, int owner);
 void ema_free(struct ema *e);
+/* Every shadow (and the room after them) = w again: a fresh run's
+ * starting weights once they are known (--init-from). */
+void ema_restart(struct ema *e, const float *w);
 /* The decay used after global_step completed updates. */
 float ema_decay_at(float decay, int num_updates, long global_step);
 /* On the owner: shadow -= (1 - d) * (shadow - w), d = ema_decay_at(step). */

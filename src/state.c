@@ -281,7 +281,7 @@ int state_resume(struct state *s, const struct resume_run *run, struct position 
 	if (!pos[0])
 		return 0;
 	state_send(s, c);
-	*at = (struct position){pos[1], pos[2], pos[3], (int)pos[4]};
+	*at = (struct position){pos[1], pos[2], pos[3], (int)pos[4], 1};
 	log_info("resumed from %s at step %ld (epoch %ld, batch %ld of it, order %s)", used,
 		 at->global_step, at->epoch + 1, at->pos, order_name((enum order_kind)at->order));
 	return 0;

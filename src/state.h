@@ -20,6 +20,7 @@ struct position {
 	long pos;         /* global batches of the epoch done, e.g. 0 */
 	int order;        /* enum order_kind of the run: ORDER_FEISTEL when
 			   * fresh, else what its checkpoint says */
+	int resumed;      /* 1: from a checkpoint; 0: a fresh start */
 };
 
 #define STATE_KINDS 4 /* variables, shadows, two optimizer slots */

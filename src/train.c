@@ -384,10 +384,14 @@ int train_main(struct config *cfg, struct comm *c)
 	if (agree_config(cfg, c) == 0 && trainer_setup(&t) == 0) {
 		report_start(cfg, c, t.be, &t.model, &t.shard, &t.train, t.has_eval, t.at.global_step,
 			     t.total_steps, t.steps_per_epoch);
-		if (t.at.global_step >= t.total_steps)
+		/* Where a fine-tuning starts from: the file's weights evaluated
+		 * (its rows unreadable: said, and the run stops). */
+		int eval_failed = t.initialized && t.has_eval &&
+				  eval_report(&t.evaluator, &t.model, &t.ema, 0, 0, c) != 0;
+		if (!eval_failed && t.at.global_step >= t.total_steps)
 			log_info("nothing to do: step %ld already reaches the %ld steps asked for",
 				 t.at.global_step, t.total_steps);
-		status = train_loop(&t);
+		status = eval_failed ? EXIT_USER : train_loop(&t);
 		if (timeline_write(c) && status == EXIT_OK)
 			status = EXIT_FAIL;
 	}

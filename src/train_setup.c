@@ -7,6 +7,7 @@
 #include "check.h"
 #include "ckpt.h"
 #include "default_data.h"
+#include "init_from.h"
 #include "log.h"
 #include "paths.h"
 #include "resources.h"
@@ -136,6 +137,38 @@ static int build(struct trainer *t, int max_rows)
 	return 0;
 }
 
+/* --init-from on a fresh run: rank 0 reads the file over its fresh
+ * weights, every rank receives them, the shadows start from them. A
+ * resumed run keeps its checkpoint's and says so. 0, or -1 after a user
+ * error every rank knows of. */
+static int init_from(struct trainer *t)
+{
+	struct config *cfg = t->cfg;
+	struct comm *c = t->comm;
+	if (!cfg->init_from[0])
+		return 0;
+	if (t->at.resumed) {
+		if (c->rank == 0)
+			log_info("init-from %s: not used: the run resumed from its checkpoint",
+				 cfg->init_from);
+		return 0;
+	}
+	size_t P = t->model.reg.total;
+	if (c->rank == 0) {
+		float *host = xmalloc(sizeof(float) * P);
+		t->be->copy_out(t->be, host, t->model.w, P * sizeof(float));
+		if (init_from_read(cfg, &t->model, host) == 0)
+			t->be->copy_in(t->be, t->model.w, host, P * sizeof(float));
+		free(host);
+	}
+	if (comm_user_errors(c))
+		return -1;
+	c->ops->bcast(c, t->model.w, P, 0);
+	ema_restart(&t->ema, t->model.w);
+	t->initialized = 1;
+	return 0;
+}
+
 int trainer_setup(struct trainer *t)
 {
 	struct config *cfg = t->cfg;
@@ -159,7 +192,7 @@ int trainer_setup(struct trainer *t)
 		return -1;
 	t->config_text = config_to_text(cfg);
 	struct resume_run run = {cfg, t->config_text, t->train.n, t->steps_per_epoch};
-	if (state_resume(&t->state, &run, &t->at, c))
+	if (state_resume(&t->state, &run, &t->at, c) || init_from(t))
 		return -1;
 	loader_set_order(&t->loader, (enum order_kind)t->at.order); /* the run's, carried on */
 	/* The last step's batch, numbered as the loader numbers them. */

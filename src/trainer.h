@@ -53,6 +53,7 @@ struct trainer {
 	struct test_fault fault;      /* a test's (MTRAIN_TEST_FAULT), or none */
 	struct rows_log rows_log;     /* a test's (MTRAIN_TEST_ROWS), or off */
 	long skipped;                 /* steps skipped in all */
+	int initialized;              /* a fresh run's weights came from --init-from */
 	int stop;                     /* the ranks agreed, in the last step,
 				       * that one of them got USR1/TERM */
 	const char *data_bad;         /* why this rank's batch of this step

@@ -104,6 +104,10 @@ done
 forged "$KNOWN/dataset-H5VM_memcpyvv-segv.h5" "$MTRAIN" "${SMALL[@]}" --ckpt-dir out.ck \
 	--data "$KNOWN/dataset-H5VM_memcpyvv-segv.h5"
 grep -q "reading it crashed the reader (" last.err || { cat last.err; fail "the reader's crash not told"; }
+# So does this forged Keras weights file, given to --init-from.
+forged "$KNOWN/weights-H5O_loc_copy_deep-stack-overflow.h5" "$MTRAIN" "${SMALL[@]}" --ckpt-dir out.ck \
+	--metrics out.jsonl --init-from "$KNOWN/weights-H5O_loc_copy_deep-stack-overflow.h5"
+grep -q "reading it crashed the reader (" last.err || { cat last.err; fail "the --init-from reader's crash not told"; }
 # x that is not a dataset of numbers: said as it is.
 bad "bad-xgroup.h5: 'x' is a group, not a dataset" "${SMALL[@]}" --data bad-xgroup.h5
 bad "bad-xlink.h5: 'x' is a link to nothing" "${SMALL[@]}" --data bad-xlink.h5

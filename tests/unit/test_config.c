@@ -273,6 +273,22 @@ static void check_errors(void)
 	user_error_clear();
 	EXPECT(config_validate(&cfg) == 0);
 	user_error_clear();
+	/* --init-skip: a regular expression, and only with --init-from. */
+	snprintf(cfg.init_skip, sizeof(cfg.init_skip), "dense_2/.*");
+	EXPECT(config_validate(&cfg) == -1 && contains(user_error_text(), "give --init-from FILE too"));
+	user_error_clear();
+	snprintf(cfg.init_from, sizeof(cfg.init_from), "model.keras");
+	EXPECT(config_validate(&cfg) == 0);
+	regex_t re;
+	EXPECT(config_init_skip(&cfg, &re) == 0);
+	EXPECT(regexec(&re, "dense_2/kernel", 0, NULL, 0) == 0);
+	EXPECT(regexec(&re, "dense_2", 0, NULL, 0) != 0);        /* the whole name */
+	EXPECT(regexec(&re, "xdense_2/kernel", 0, NULL, 0) != 0);
+	regfree(&re);
+	snprintf(cfg.init_skip, sizeof(cfg.init_skip), "dense_[");
+	EXPECT(config_validate(&cfg) == -1 &&
+	       contains(user_error_text(), "--init-skip: 'dense_[' is not a regular expression"));
+	user_error_clear();
 }
 
 /* config_to_text is read back by config_parse_text into the same struct:
