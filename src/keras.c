@@ -240,7 +240,7 @@ void keras_var_keys(const struct model *m, char (*keys)[PARAM_NAME_LEN])
 		for (int v = 0; v < m->layer[i].n_vars; v++) {
 			int p = param_at(&m->reg, m->layer[i].var[v]);
 			if (p >= 0)
-				snprintf(keys[p], PARAM_NAME_LEN, "%.80s/vars/%d", names[i], v);
+				snprintf(keys[p], PARAM_NAME_LEN, "%.80s/vars/%c", names[i], '0' + v);
 		}
 }
 
