@@ -87,10 +87,10 @@ PY
 # A residual network: Keras' functional model with Add.
 res="conv2d:8:3,batchnorm,relu,[conv2d:8:3,batchnorm,relu,conv2d:8:3,batchnorm],relu,"
 res+="[conv2d:16:3:2,batchnorm,relu,conv2d:16:3,batchnorm|conv2d:16:1:2,batchnorm],relu,globalavgpool,dense"
-ranks 2 --model "$res" --input-shape 28,28,1 --data train.h5 --eval-data test.h5 --steps 40 \
+ranks 2 --model "$res" --input-shape 28,28,1 --data train.h5 --eval-data test.h5 --steps 400 \
 	--batch 64 --ckpt-dir rk >/dev/null
-"$MTRAIN" export rk/ckpt-00000040.h5 --format keras --weights ema --out res.keras >/dev/null
-ranks 2 eval --ckpt rk/ckpt-00000040.h5 --weights ema --device cpu >res_eval.txt
+"$MTRAIN" export rk/ckpt-00000400.h5 --format keras --weights ema --out res.keras >/dev/null
+ranks 2 eval --ckpt rk/ckpt-00000400.h5 --weights ema --device cpu >res_eval.txt
 read -r loss want < <(sed -n 's/.* ema loss \([0-9.]*\) acc \([0-9.]*\) .*/\1 \2/p' res_eval.txt)
 "$KPY" - res.keras test.h5 "$want" "$loss" <<'PY' || fail "residual network in Keras"
 import sys
