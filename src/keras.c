@@ -58,7 +58,7 @@ static const char *layer_args(const struct model *m, int i, int flat_in, const c
 	case LAYER_DENSE:
 		*cls = "Dense";
 		if (!flat_in) {
-			snprintf(why, sizeof(why), "takes a %dx%dx%d input, where Keras' Dense would "
+			snprintf(why, sizeof(why), "takes a %dx%dx%d image, where Keras' Dense would "
 				 "apply at each position: put flatten or globalavgpool before it",
 				 l->in[0], l->in[1], l->in[2]);
 			return why;
@@ -146,8 +146,9 @@ char *keras_model_config(const struct model *m)
 	char names[MODEL_MAX_LAYERS][PARAM_NAME_LEN];
 	int flat[MODEL_MAX_LAYERS];
 	model_layer_names(m, names);
-	/* A flat input ([None, D]) where no layer needs an image. */
-	int input_flat = m->in[0] == 1 && m->in[1] == 1;
+	/* A flat input ([None, D]) where no layer needs an image: an MLP
+	 * reads each row as H * W * C values, as mtrain's dense does. */
+	int input_flat = 1;
 	for (int i = 0; i < m->n_layers; i++) {
 		enum layer_kind k = m->layer[i].spec.kind;
 		if (k == LAYER_CONV2D || k == LAYER_MAXPOOL2D || k == LAYER_AVGPOOL2D ||

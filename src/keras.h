@@ -11,7 +11,8 @@
 #include "weights_file.h"
 
 /* The config.json text of m as a Keras functional model named "mtrain",
- * its input called "input_layer", its last layer's output the model's (a
+ * its input called "input_layer" ([None, H, W, C], or [None, H * W * C]
+ * for a model without 2-D layers), its last layer's output the model's (a
  * last Dense gives probabilities: its activation is softmax, where mtrain
  * trains on the logits). malloc'd, or NULL with a user_error naming the
  * first layer Keras cannot express as mtrain computes it. */

@@ -5,7 +5,8 @@
 # Fashion-MNIST test images is what `mtrain eval` prints, within 5 images
 # (the convolutions sum in another order). --format keras-weights loads into
 # the same model built in Keras by hand. A residual network (blocks with
-# Add, a strided 'same' convolution, a 1x1 shortcut, global pooling) too.
+# Add, a strided 'same' convolution, a 1x1 shortcut, global pooling) and
+# the default job's MLP (gelu; a flat input) too.
 # A model Keras cannot express, and bad flags: one line, exit 2, no file.
 . "$(dirname "$0")/../mpi/lib.sh"
 need_keras
@@ -113,17 +114,42 @@ assert abs(acc - want) <= 5 / 10000 + 1e-9, (acc, want)
 assert abs(loss - want_loss) <= 5e-4, (loss, want_loss)
 PY
 
-# What Keras cannot express as mtrain computes it: a dense on an image
-# (mtrain flattens it, Keras' Dense would work at each pixel).
-ranks 1 --model dense:16,relu,dense --input-shape 28,28,1 --data train.h5 --steps 1 --ckpt-dir dk \
+# The default job's MLP on the 28x28x1 images: Keras' input is the flat
+# row, as mtrain's dense reads it.
+ranks 2 --data train.h5 --eval-data test.h5 --steps 100 --activation gelu --ckpt-dir mk >/dev/null
+"$MTRAIN" export mk/ckpt-00000100.h5 --format keras --out mlp.keras >/dev/null
+ranks 2 eval --ckpt mk/ckpt-00000100.h5 --weights raw --device cpu >mlp_eval.txt
+read -r loss want < <(sed -n 's/.* raw loss \([0-9.]*\) acc \([0-9.]*\) .*/\1 \2/p' mlp_eval.txt)
+"$KPY" - mlp.keras test.h5 "$want" "$loss" <<'PY' || fail "the default MLP in Keras"
+import sys
+import h5py, keras, numpy as np
+path, test, want, want_loss = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+m = keras.saving.load_model(path)
+assert m.input_shape == (None, 784), m.input_shape
+assert [l.name for l in m.layers[1:]] == ["dense", "activation", "dense_1", "activation_1", "dense_2"]
+assert m.get_layer("activation").get_config()["activation"] == "gelu"
+with h5py.File(test, "r") as f:
+    x = f["x"][()].astype(np.float32).reshape(-1, 784) * np.float32(1 / 255)
+    y = f["y"][()]
+p = m.predict(x, batch_size=1000, verbose=0)
+acc = float((p.argmax(1) == y).mean())
+loss = float(-np.log(p[np.arange(len(y)), y].astype(np.float64)).mean())
+print(f"{path}: Keras accuracy {acc:.4f} loss {loss:.4f}, mtrain eval {want:.4f} {want_loss:.4f}")
+assert abs(acc - want) <= 5 / 10000 + 1e-9, (acc, want)
+assert abs(loss - want_loss) <= 5e-4, (loss, want_loss)
+PY
+
+# What Keras cannot express as mtrain computes it: a dense on a conv2d's
+# output (mtrain flattens it, Keras' Dense would work at each pixel).
+ranks 1 --model conv2d:4:3,dense --input-shape 28,28,1 --data train.h5 --steps 1 --ckpt-dir dk \
 	--device cpu >/dev/null
-expect_error "layer 1 \(dense, dense:16\) takes a 28x28x1 input, where Keras' Dense would apply at each position" \
+expect_error "layer 2 \(dense, dense\) takes a 28x28x4 image, where Keras' Dense would apply at each position" \
 	"$MTRAIN" export dk/ckpt-00000001.h5 --format keras --out bad.keras
 expect_error "--format: 'onnx' is not one of safetensors.keras.keras-weights" \
 	"$MTRAIN" export $ck --format onnx --out bad.keras
 expect_error "nowhere/x.keras: cannot write" "$MTRAIN" export $ck --format keras --out nowhere/x.keras
 expect_error "is the checkpoint being exported" "$MTRAIN" export $ck --format keras-weights --out $ck
 "$MTRAIN" inspect $ck >/dev/null || fail "export over the checkpoint damaged it"
-[ "$(ls ./*.keras* ./*.h5* | sort | tr '\n' ' ')" = "./ema.keras ./ema.weights.h5 ./raw.keras ./res.keras ./test.h5 ./train.h5 " ] ||
+[ "$(ls ./*.keras* ./*.h5* | sort | tr '\n' ' ')" = "./ema.keras ./ema.weights.h5 ./mlp.keras ./raw.keras ./res.keras ./test.h5 ./train.h5 " ] ||
 	fail "bad exports left files: $(ls)"
-pass "keras export: load_model rebuilds the CNN and a ResNet with mtrain's names and accuracy; load_weights too"
+pass "keras export: load_model rebuilds the CNN, a ResNet and the MLP with mtrain's names and accuracy; load_weights too"
