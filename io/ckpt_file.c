@@ -145,6 +145,10 @@ static int open_ckpt(const char *path, struct listing *l, hid_t *file_out)
 			   "with --ckpt-dir %s", path, path);
 		return RC_CORRUPT;
 	}
+	if (!S_ISREG(st.st_mode)) { /* a FIFO would block HDF5's open for ever */
+		user_error("%s: not a regular file", path);
+		return RC_CORRUPT;
+	}
 	hid_t file = H5Fis_hdf5(path) > 0 ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
 	if (file < 0) {
 		user_error("%s: not a readable HDF5 file (truncated or corrupt)", path);

@@ -371,6 +371,9 @@ static int load_here(struct dataset *d, const char *path, int part, int parts, i
 	quiet_hdf5();
 	if (access(path, R_OK))
 		return user_error("%s: cannot open data file: %s", path, strerror(errno));
+	struct stat kind; /* a FIFO would block HDF5's open for ever */
+	if (stat(path, &kind) == 0 && !S_ISREG(kind.st_mode))
+		return user_error("%s: not a regular file", path);
 	if (H5Fis_hdf5(path) <= 0)
 		return user_error("%s: not an HDF5 file (convert IDX files with 'mtrain import')", path);
 	hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);

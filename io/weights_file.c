@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zip.h>
+#include <zlib.h>
 
 #define HEADER_MAX ((uint64_t)100 << 20) /* safetensors' own bound on its header */
 #define TENSOR_CELLS_MAX ((size_t)1 << 34)
@@ -72,7 +73,7 @@ static float bf16_to_float(uint16_t b)
 /* One tensor of the header: name, {"dtype", "shape", "data_offsets"}; its
  * values read from fd at base + offsets. 0, or -1 with a user_error. */
 static int read_safetensor(const char *path, int fd, off_t base, off_t data_len, const char *name,
-			   json_t *desc, struct ckpt_var *v)
+			   json_t *desc, struct ckpt_var *v, long long span[2])
 {
 	const char *dtype = json_string_value(json_object_get(desc, "dtype"));
 	json_t *shape = json_object_get(desc, "shape"), *off = json_object_get(desc, "data_offsets");
@@ -103,8 +104,12 @@ static int read_safetensor(const char *path, int fd, off_t base, off_t data_len,
 			return user_error("%s: tensor '%s' has a shape that is not sizes", path, name);
 		v->shape[i] = (long)json_integer_value(d);
 	}
+	if (!json_is_integer(json_array_get(off, 0)) || !json_is_integer(json_array_get(off, 1)))
+		return user_error("%s: tensor '%s': data_offsets are not two integers", path, name);
 	json_int_t a = json_integer_value(json_array_get(off, 0)),
 		   b = json_integer_value(json_array_get(off, 1));
+	span[0] = a;
+	span[1] = b;
 	size_t cells = shape_fits(v->ndim, v->shape, TENSOR_CELLS_MAX) ? ckpt_var_cells(v) : 0;
 	if (!shape_fits(v->ndim, v->shape, TENSOR_CELLS_MAX) || a < 0 || b < a || b > data_len ||
 	    (size_t)(b - a) != cells * esize)
@@ -133,6 +138,12 @@ static int read_safetensor(const char *path, int fd, off_t base, off_t data_len,
 	return 0;
 }
 
+static int span_cmp(const void *a, const void *b)
+{
+	const long long *x = a, *y = b;
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
 static int read_safetensors(const char *path, int fd, off_t size, struct tensors *t)
 {
 	uint64_t hlen;
@@ -154,6 +165,8 @@ static int read_safetensors(const char *path, int fd, off_t size, struct tensors
 	const char *name;
 	json_t *desc;
 	int rc = 0;
+	long long(*spans)[2] = NULL;
+	size_t n_spans = 0, cap = 0;
 	json_object_foreach(root, name, desc) {
 		if (!strcmp(name, "__metadata__"))
 			continue;
@@ -161,11 +174,34 @@ static int read_safetensors(const char *path, int fd, off_t size, struct tensors
 			rc = user_error("%s: safetensors header: '%s' is not a tensor", path, name);
 			break;
 		}
+		if (n_spans == cap) {
+			cap = cap ? 2 * cap : 32;
+			spans = realloc(spans, sizeof(*spans) * cap);
+			ALLOC_CHECK(spans);
+		}
 		if ((rc = read_safetensor(path, fd, (off_t)(8 + hlen), size - 8 - (off_t)hlen, name,
-					  desc, add_tensor(t))))
+					  desc, add_tensor(t), spans[n_spans++])))
 			break;
 	}
 	json_decref(root);
+	/* The tensors tile the data exactly, as safetensors requires: no
+	 * overlap, no hole, nothing after. */
+	if (!rc) {
+		qsort(spans, n_spans, sizeof(*spans), span_cmp);
+		long long end = 0;
+		for (size_t i = 0; i < n_spans && !rc; i++) {
+			if (spans[i][0] != end)
+				rc = user_error("%s: tensors' data_offsets %s at byte %lld (safetensors' "
+						"tensors tile the data exactly)", path,
+						spans[i][0] < end ? "overlap" : "leave a hole", end);
+			end = spans[i][1];
+		}
+		if (!rc && end != (long long)(size - 8 - (off_t)hlen))
+			rc = user_error("%s: %lld bytes after the last tensor's data (safetensors' "
+					"tensors tile the data exactly)", path,
+					(long long)(size - 8 - (off_t)hlen) - end);
+	}
+	free(spans);
 	return rc;
 }
 
@@ -223,8 +259,9 @@ static herr_t visit_keras(hid_t root, const char *path, const H5L_info_t *info, 
 	if (ndim < 0 || ndim > SHAPE_MAX_RANK || H5Sget_simple_extent_dims(space, dims, NULL) < 0)
 		w->rc = user_error("%s: %s: its shape cannot be read or has more than %d dimensions",
 				   w->path, path, SHAPE_MAX_RANK);
-	else if (class != H5T_FLOAT && class != H5T_INTEGER)
-		w->rc = user_error("%s: %s is not numbers", w->path, path);
+	else if (class != H5T_FLOAT) /* as safetensors' integer dtypes are */
+		w->rc = user_error("%s: %s is not floating point; mtrain reads float16, float32 "
+				   "and float64", w->path, path);
 	for (int i = 0; !w->rc && i < ndim; i++)
 		v->shape[i] = dims[i] <= TENSOR_CELLS_MAX ? (long)dims[i] : -1;
 	if (!w->rc && !shape_fits(v->ndim, v->shape, TENSOR_CELLS_MAX))
@@ -269,6 +306,18 @@ static int read_keras_h5(const char *path, hid_t f, struct tensors *t, int *is_k
 
 /* ---- the .keras zip ---- */
 
+/* zlib's CRC-32 of bytes[0..len), in pieces its uInt can count. */
+static uint32_t crc_of(const void *bytes, size_t len)
+{
+	uLong crc = crc32(0, NULL, 0);
+	for (size_t at = 0; at < len;) {
+		uInt piece = len - at > (1u << 30) ? 1u << 30 : (uInt)(len - at);
+		crc = crc32(crc, (const Bytef *)bytes + at, piece);
+		at += piece;
+	}
+	return (uint32_t)crc;
+}
+
 static int read_keras_zip(const char *path, struct tensors *t)
 {
 	int zerr = 0;
@@ -297,6 +346,10 @@ static int read_keras_zip(const char *path, struct tensors *t)
 		if (zip_fread(member, image, st.size) != (zip_int64_t)st.size)
 			rc = user_error("%s: cannot read its %s (%s)", path, KERAS_WEIGHTS_MEMBER,
 					zip_file_strerror(member));
+		/* The member's CRC-32, as Keras' zipfile checks it. */
+		else if ((st.valid & ZIP_STAT_CRC) && crc_of(image, st.size) != st.crc)
+			rc = user_error("%s: its %s fails its CRC-32 (damaged)", path,
+					KERAS_WEIGHTS_MEMBER);
 	}
 	if (member)
 		zip_fclose(member);
@@ -323,7 +376,7 @@ int weights_read_here(const char *path, enum weights_kind *kind, struct ckpt_var
 	*n = 0;
 	unsigned char head[9] = {0};
 	struct stat st;
-	int fd = open(path, O_RDONLY);
+	int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block: refused below */
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		int rc = user_error("%s: cannot open: %s", path, fd < 0 ? strerror(errno)
 									: "not a regular file");

@@ -209,10 +209,12 @@ int export_keras(const char *ckpt, const char *out, enum export_weights which, i
 	if (!rc && whole && !(config = keras_model_config(model)))
 		rc = RC_USER;
 	if (!rc) {
-		struct keras_layer_vars *layers = xcalloc((size_t)model->n_layers + 1, sizeof(*layers));
+		struct keras_layer_vars *layers = xcalloc((size_t)model->n_layers + 2, sizeof(*layers));
 		struct ckpt_var *views = xcalloc((size_t)model->reg.n + 1, sizeof(*views));
 		char(*lnames)[PARAM_NAME_LEN] = xcalloc((size_t)model->n_layers + 1, sizeof(*lnames));
 		int nl = keras_layer_vars(model, host_w, layers, views, lnames);
+		if (whole && keras_softmax_layer(model)) /* its group, as Keras writes every layer's */
+			layers[nl++] = (struct keras_layer_vars){.name = keras_softmax_layer(model)};
 		size_t len = 0;
 		void *image = keras_h5_image(layers, nl, "mtrain", &len);
 		char *metadata = whole ? keras_metadata() : NULL;

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "weights_file.h"
 
+#include <math.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,14 @@ static int match(const struct config *cfg, const struct model *m, enum weights_k
 					"--init-skip can leave it fresh", path, name, theirs, ours);
 			break;
 		}
+		size_t bad = 0;
+		while (bad < q->size && isfinite(vars[i].data[bad]))
+			bad++;
+		if (bad < q->size) {
+			rc = user_error("--init-from %s: %s holds %s (value %zu of %zu)", path, name,
+					isnan(vars[i].data[bad]) ? "NaN" : "Inf", bad + 1, q->size);
+			break;
+		}
 		memcpy(host_w + q->offset, vars[i].data, q->size * sizeof(float));
 		taken++;
 	}
@@ -103,6 +112,8 @@ static int match(const struct config *cfg, const struct model *m, enum weights_k
 	}
 	if (skipping)
 		regfree(&skip);
+	if (!rc && skipping && !skipped) /* a typo would skip nothing unnoticed */
+		log_warn("--init-skip '%s' matches none of this model's variables", cfg->init_skip);
 	free(keys);
 	if (!rc)
 		log_info("init-from %s (%s): %d variables from it, %d left fresh (--init-skip)", path,

@@ -15,6 +15,7 @@
 
 #define KERAS_INPUT_NAME "input_layer"
 #define KERAS_MODEL_NAME "mtrain"
+#define KERAS_SOFTMAX_NAME "softmax"
 /* The Keras release whose native format this is (3.0 onwards reads it). */
 #define KERAS_FORMAT_VERSION "3.0.0"
 
@@ -64,7 +65,8 @@ static const char *layer_args(const struct model *m, int i, int flat_in, const c
 			return why;
 		}
 		json_object_set_new(cfg, "units", json_integer((json_int_t)l->out_size));
-		/* The model's output: probabilities, as a Keras classifier gives. */
+		/* The model's output: probabilities, as a Keras classifier gives
+		 * (keras_model_config adds a softmax after any other last layer). */
 		json_object_set_new(cfg, "activation",
 				    json_string(i == m->n_layers - 1 ? "softmax" : "linear"));
 		json_object_set_new(cfg, "use_bias", json_true());
@@ -195,7 +197,19 @@ char *keras_model_config(const struct model *m)
 		user_error("export --format keras: layer %d (%s, %s) %s", i + 1, names[i], text, why);
 		return NULL;
 	}
+	/* Probabilities out: a last Dense applies the softmax itself; after
+	 * any other last layer, an Activation named "softmax" (a name mtrain's
+	 * kind counters never give) does. */
 	const char *out = names[m->n_layers - 1];
+	const struct layer *last = &m->layer[m->n_layers - 1];
+	if (keras_softmax_layer(m)) {
+		json_t *softmax = json_object();
+		json_object_set_new(softmax, "activation", json_string("softmax"));
+		json_t *in = json_pack("[{s:[o], s:{}}]", "args",
+				       keras_tensor(out, last->out, flat[m->n_layers - 1]), "kwargs");
+		json_array_append_new(layers, layer_entry("Activation", KERAS_SOFTMAX_NAME, softmax, in));
+		out = KERAS_SOFTMAX_NAME;
+	}
 	json_t *root = json_pack(
 		"{s:s, s:s, s:{s:s, s:b, s:o, s:[s, i, i], s:[s, i, i]}, s:s, s:{s:n}, s:n}",
 		"module", "keras.src.models.functional", "class_name", "Functional", "config",
@@ -207,6 +221,11 @@ char *keras_model_config(const struct model *m)
 	json_decref(root);
 	ALLOC_CHECK(text);
 	return text;
+}
+
+const char *keras_softmax_layer(const struct model *m)
+{
+	return m->layer[m->n_layers - 1].spec.kind == LAYER_DENSE ? NULL : KERAS_SOFTMAX_NAME;
 }
 
 char *keras_metadata(void)

@@ -12,11 +12,15 @@
 
 /* The config.json text of m as a Keras functional model named "mtrain",
  * its input called "input_layer" ([None, H, W, C], or [None, H * W * C]
- * for a model without 2-D layers), its last layer's output the model's (a
- * last Dense gives probabilities: its activation is softmax, where mtrain
- * trains on the logits). malloc'd, or NULL with a user_error naming the
- * first layer Keras cannot express as mtrain computes it. */
+ * for a model without 2-D layers), its output probabilities where mtrain
+ * trains on the logits (a last Dense's activation is softmax; after any
+ * other last layer, an Activation "softmax" is added). malloc'd, or NULL
+ * with a user_error naming the first layer Keras cannot express as mtrain
+ * computes it. */
 char *keras_model_config(const struct model *m);
+/* The name of the Activation layer keras_model_config adds after m's last
+ * layer ("softmax"), or NULL when the last layer is a Dense. */
+const char *keras_softmax_layer(const struct model *m);
 /* metadata.json's text (malloc'd): Keras' format version and the time. */
 char *keras_metadata(void);
 /* Keras' place of each variable of m's registry: keys[p] =

@@ -17,6 +17,7 @@
 #include "version.h"
 
 #include <hdf5.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -132,6 +133,9 @@ static int cmd_inspect(int argc, char **argv, struct comm *c)
 	return comm_user_errors(c) ? EXIT_USER : 0;
 }
 
+static volatile sig_atomic_t noted_signal;
+static void note_signal(int sig) { noted_signal = sig; }
+
 static int cmd_export(int argc, char **argv, struct comm *c)
 {
 	const char *keys[3] = {"out", "weights", "format"}, *vals[3] = {0};
@@ -151,11 +155,34 @@ static int cmd_export(int argc, char **argv, struct comm *c)
 			user_error("--format: '%s' is not one of %s", vals[2],
 				   kind_choices(formats, list, sizeof(list)));
 	}
+	/* Keras opens a model by its suffix only: a name it would refuse is ours to refuse. */
+	static const char *const suffixes[] = {NULL, ".keras", ".weights.h5"};
+	size_t out_len = vals[0] ? strlen(vals[0]) : 0, suffix_len = suffixes[format] ?
+		strlen(suffixes[format]) : 0;
+	if (!user_error_pending() && suffixes[format] &&
+	    (out_len <= suffix_len || strcmp(vals[0] + out_len - suffix_len, suffixes[format])))
+		user_error("export --format %s --out %s: Keras opens only a file whose name ends in %s",
+			   formats[format], vals[0], suffixes[format]);
+	/* A stop signal waits for the write to end: the file at --out is then
+	 * whole or absent, and no temporary file is left beside it. MPI's
+	 * threads may be the ones to take it (a mask here would not cover
+	 * them): a handler notes it, and it is raised again after. */
+	static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction hold, old[3];
+	memset(&hold, 0, sizeof(hold));
+	hold.sa_handler = note_signal;
+	sigemptyset(&hold.sa_mask);
+	for (int i = 0; i < 3; i++)
+		sigaction(stops[i], &hold, &old[i]);
 	if (!user_error_pending() && c->rank == 0 &&
 	    (format ? export_keras(argv[0], vals[0], (enum export_weights)which, format == 1)
 		    : export_safetensors(argv[0], vals[0], (enum export_weights)which)) == 0)
 		log_info("wrote %s (%s, %s weights of %s)", vals[0], formats[format], weights[which],
 			 argv[0]);
+	for (int i = 0; i < 3; i++)
+		sigaction(stops[i], &old[i], NULL);
+	if (noted_signal)
+		raise(noted_signal);
 	return comm_user_errors(c) ? EXIT_USER : EXIT_OK;
 }
 

@@ -299,14 +299,26 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 	return eval_failed ? EXIT_USER : 0;
 }
 
+/* What a stopping run leaves: "the newest checkpoint, step N, is intact",
+ * or, before this run or an earlier one wrote any, that there is none. */
+static const char *newest_checkpoint(const struct trainer *t, char *buf, size_t len)
+{
+	if (t->last_ckpt_step == 0 && !t->at.resumed)
+		snprintf(buf, len, "no checkpoint written yet");
+	else
+		snprintf(buf, len, "the newest checkpoint, step %ld, is intact", t->last_ckpt_step);
+	return buf;
+}
+
 /* A rank's batch of the next step could not be read (a bad row, a file
  * that changed): the ranks stop alike, before the step's update, and print
  * its reason once. */
 static int data_stop(struct trainer *t)
 {
+	char kept[64];
 	if (t->data_bad)
-		user_error("%s (the batch of step %ld; stopping, the newest checkpoint, step %ld, "
-			   "is intact)", t->data_bad, t->at.global_step + 1, t->last_ckpt_step);
+		user_error("%s (the batch of step %ld; stopping, %s)", t->data_bad,
+			   t->at.global_step + 1, newest_checkpoint(t, kept, sizeof(kept)));
 	comm_user_errors(t->comm);
 	metrics_write("{\"event\":\"end\",\"step\":%ld,\"reason\":\"data\"}",
 		      t->at.global_step);
@@ -329,11 +341,12 @@ static int train_loop(struct trainer *t)
 		if (!trained) {
 			if (t->bad_in_row < t->cfg->max_bad_steps)
 				continue;
+			char kept[64];
 			if (t->comm->rank == 0) /* every rank decided alike: one line */
 				log_error("%d steps in a row at step %ld had NaN or Inf gradients "
-					  "(--max-bad-steps); stopping, the newest checkpoint (step %ld) "
-					  "is intact", t->bad_in_row, t->at.global_step + 1,
-					  t->last_ckpt_step);
+					  "(--max-bad-steps); stopping, %s", t->bad_in_row,
+					  t->at.global_step + 1,
+					  newest_checkpoint(t, kept, sizeof(kept)));
 			metrics_write("{\"event\":\"end\",\"step\":%ld,\"reason\":\"nan\","
 				      "\"skipped\":%ld}", t->at.global_step, t->skipped);
 			return EXIT_FAIL;

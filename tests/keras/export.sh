@@ -6,7 +6,8 @@
 # (the convolutions sum in another order). --format keras-weights loads into
 # the same model built in Keras by hand. A residual network (blocks with
 # Add, a strided 'same' convolution, a 1x1 shortcut, global pooling) and
-# the default job's MLP (gelu; a flat input) too.
+# the default job's MLP (gelu; a flat input), and a model ending in relu
+# (a softmax added) too.
 # A model Keras cannot express, and bad flags: one line, exit 2, no file.
 . "$(dirname "$0")/../mpi/lib.sh"
 need_keras
@@ -139,6 +140,30 @@ assert abs(acc - want) <= 5 / 10000 + 1e-9, (acc, want)
 assert abs(loss - want_loss) <= 5e-4, (loss, want_loss)
 PY
 
+# A model whose last layer is not a dense: Keras' model gives probabilities
+# still (an Activation "softmax" after it), its loss mtrain's.
+ranks 1 --model flatten,dense,relu --input-shape 28,28,1 --data train.h5 --steps 20 --ckpt-dir rl \
+	--device cpu >/dev/null
+"$MTRAIN" export rl/ckpt-00000020.h5 --format keras --out relu.keras >/dev/null
+ranks 1 eval --ckpt rl/ckpt-00000020.h5 --eval-data test.h5 --weights raw --device cpu >relu_eval.txt
+read -r loss want < <(sed -n 's/.* raw loss \([0-9.]*\) acc \([0-9.]*\) .*/\1 \2/p' relu_eval.txt)
+"$KPY" - relu.keras test.h5 "$want" "$loss" <<'PY' || fail "a relu-ended model in Keras"
+import sys
+import h5py, keras, numpy as np
+path, test, want, want_loss = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+m = keras.saving.load_model(path)
+assert [l.name for l in m.layers] == ["input_layer", "flatten", "dense", "activation", "softmax"]
+with h5py.File(test, "r") as f:
+    x = f["x"][()].astype(np.float32).reshape(-1, 784) * np.float32(1 / 255)
+    y = f["y"][()]
+p = m.predict(x, batch_size=1000, verbose=0)
+assert np.allclose(p.sum(1), 1, atol=1e-4), "the output is not probabilities"
+acc = float((p.argmax(1) == y).mean())
+loss = float(-np.log(p[np.arange(len(y)), y].astype(np.float64)).mean())
+print(f"{path}: Keras accuracy {acc:.4f} loss {loss:.4f}, mtrain eval {want:.4f} {want_loss:.4f}")
+assert abs(acc - want) <= 5 / 10000 + 1e-9 and abs(loss - want_loss) <= 5e-4, (acc, loss)
+PY
+
 # What Keras cannot express as mtrain computes it: a dense on a conv2d's
 # output (mtrain flattens it, Keras' Dense would work at each pixel).
 ranks 1 --model conv2d:4:3,dense --input-shape 28,28,1 --data train.h5 --steps 1 --ckpt-dir dk \
@@ -148,8 +173,15 @@ expect_error "layer 2 \(dense, dense\) takes a 28x28x4 image, where Keras' Dense
 expect_error "--format: 'onnx' is not one of safetensors.keras.keras-weights" \
 	"$MTRAIN" export $ck --format onnx --out bad.keras
 expect_error "nowhere/x.keras: cannot write" "$MTRAIN" export $ck --format keras --out nowhere/x.keras
-expect_error "is the checkpoint being exported" "$MTRAIN" export $ck --format keras-weights --out $ck
-"$MTRAIN" inspect $ck >/dev/null || fail "export over the checkpoint damaged it"
-[ "$(ls ./*.keras* ./*.h5* | sort | tr '\n' ' ')" = "./ema.keras ./ema.weights.h5 ./mlp.keras ./raw.keras ./res.keras ./test.h5 ./train.h5 " ] ||
+# Names Keras would not open: load_model wants .keras, load_weights .weights.h5.
+expect_error "--out model.zip: Keras opens only a file whose name ends in .keras" \
+	"$MTRAIN" export $ck --format keras --out model.zip
+expect_error "--out model.h5: Keras opens only a file whose name ends in .weights.h5" \
+	"$MTRAIN" export $ck --format keras-weights --out model.h5
+cp $ck same.weights.h5
+expect_error "is the checkpoint being exported" "$MTRAIN" export same.weights.h5 --format keras-weights \
+	--out same.weights.h5
+"$MTRAIN" inspect same.weights.h5 >/dev/null || fail "export over the checkpoint damaged it"
+[ "$(ls ./*.keras* ./*.h5* | sort | tr '\n' ' ')" = "./ema.keras ./ema.weights.h5 ./mlp.keras ./raw.keras ./relu.keras ./res.keras ./same.weights.h5 ./test.h5 ./train.h5 " ] ||
 	fail "bad exports left files: $(ls)"
 pass "keras export: load_model rebuilds the CNN, a ResNet and the MLP with mtrain's names and accuracy; load_weights too"

@@ -103,17 +103,52 @@ ranks 1 "${RUN[@]}" --model conv2d:16:3,batchnorm,relu,maxpool2d:2,flatten,dense
 	fail "extra names: the run failed"
 grep -q "^mtrain: warning: --init-from k.keras holds 2 variables this model does not have: dense_1/vars/0, dense_1/vars/1$" extra.err ||
 	{ cat extra.err; fail "extra names: no one warning line listing them"; }
-# Files of none of the four kinds (Keras 2's .h5 among them), and damaged ones.
+# Files of none of the four kinds (Keras 2's .h5 among them), damaged
+# ones (a .keras whose member fails its CRC-32, as Keras' zipfile finds),
+# a FIFO (refused, not waited on), values that are not weights.
 echo "not weights" >notes.txt
 head -c 2000 k.keras >cut.keras
 head -c 3000 k.weights.h5 >cut.weights.h5
+"$PY" - k.keras crc.keras <<'PY'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+info = z.getinfo("model.weights.h5")
+data = bytearray(open(sys.argv[1], "rb").read())
+at = info.header_offset + 30 + len(info.filename) + len(info.extra) + info.file_size // 2
+data[at:at + 64] = bytes(64)  # zeros in the middle of the weights
+open(sys.argv[2], "wb").write(data)
+PY
+mkfifo fifo.keras
+"$PY" - k.weights.h5 nan.weights.h5 int.weights.h5 <<'PY'
+import sys, shutil, h5py, numpy as np
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "a") as f:
+    b = f["layers/dense/vars/1"]
+    b[5] = np.nan
+shutil.copy(sys.argv[1], sys.argv[3])
+with h5py.File(sys.argv[3], "a") as f:
+    v = f["layers/dense/vars/1"][()]
+    del f["layers/dense/vars/1"]
+    f["layers/dense/vars/1"] = v.astype(np.int32)
+PY
 for bad in "notes.txt: not an mtrain checkpoint, safetensors, .keras or Keras .weights.h5 file" \
 	"cut.keras: not a readable zip" "cut.weights.h5: begins as HDF5 but HDF5 cannot open it" \
 	"missing.keras: cannot open: No such file" "train.h5: not an mtrain checkpoint" \
-	"legacy.h5: a legacy Keras HDF5 file \(Keras 2, tf.keras\): load it in Keras 3 and save it as .keras or .weights.h5"; do
+	"legacy.h5: a legacy Keras HDF5 file \(Keras 2, tf.keras\): load it in Keras 3 and save it as .keras or .weights.h5" \
+	"crc.keras: its model.weights.h5 fails its CRC-32 \(damaged\)" "fifo.keras: cannot open: not a regular file" \
+	"int.weights.h5: layers/dense/vars/1 is not floating point"; do
 	expect_job_error "$bad" ranks 2 "${RUN[@]}" --init-from "${bad%%:*}" --steps 1 --ckpt-dir bad
 	[ ! -e bad ] || fail "--init-from ${bad%%:*}: wrote its --ckpt-dir"
 done
+# A weight that is NaN: refused by name, not trained on.
+expect_job_error "--init-from nan.weights.h5: dense/bias \(dense/vars/1\) holds NaN \(value 6 of 64\)" \
+	ranks 2 "${RUN[@]}" --init-from nan.weights.h5 --steps 1 --ckpt-dir bad
+[ ! -e bad ] || fail "a run stopped by --init-from wrote its --ckpt-dir"
+# An --init-skip that matches nothing (a typo) is said.
+ranks 1 "${RUN[@]}" --init-from k.keras --init-skip 'dens/.*' --steps 1 --ckpt-dir typo >typo.out 2>typo.err ||
+	fail "--init-skip matching nothing: the run failed"
+grep -q "^mtrain: warning: --init-skip 'dens/.\*' matches none of this model's variables$" typo.err ||
+	{ cat typo.err; fail "--init-skip matching nothing: no warning"; }
 expect_error "--init-skip: names variables --init-from leaves fresh; give --init-from FILE too" \
 	"$MTRAIN" "${RUN[@]}" --init-skip 'dense/.*' --steps 1 --ckpt-dir bad
 expect_error "--init-skip: '\(' is not a regular expression" \
@@ -125,6 +160,9 @@ ck=ck-k.keras/ckpt-00000030.h5
 "$MTRAIN" export $ck --out raw.safetensors >/dev/null
 ranks 2 eval --ckpt $ck --weights raw --device cpu >eval.txt
 read -r eloss eacc < <(sed -n 's/.* raw loss \([0-9.]*\) acc \([0-9.]*\) .*/\1 \2/p' eval.txt)
+{ cat raw.safetensors; printf 'trailing'; } >trail.safetensors
+expect_job_error "trail.safetensors: 8 bytes after the last tensor's data" \
+	ranks 2 "${RUN[@]}" --init-from trail.safetensors --steps 1 --ckpt-dir bad
 for f in $ck raw.safetensors; do
 	ranks 2 "${RUN[@]}" --init-from $f --steps 1 --ckpt-dir ck-own-${f##*/} --metrics own.jsonl \
 		>own.out 2>own.err || fail "--init-from $f: the run failed"

@@ -56,7 +56,7 @@ for z in 0 1; do
 	grep -c "^step 5: gradients hold NaN or Inf" last.out | grep -qx 3 || { cat last.out; fail "want 3 skips of step 5"; }
 	grep -c "^rank 1: step 5: gradients hold NaN or Inf" last.out | grep -qx 3 || { cat last.out; fail "rank 1: want 3 skips"; }
 	[ "$(grep -c '^mtrain: error' last.err)" = 1 ] || { cat last.err; fail "want one error line"; }
-	grep -q "3 steps in a row at step 5 had NaN or Inf gradients (--max-bad-steps); stopping, the newest checkpoint (step 4) is intact" \
+	grep -q "3 steps in a row at step 5 had NaN or Inf gradients (--max-bad-steps); stopping, the newest checkpoint, step 4, is intact" \
 		last.err || { cat last.err; fail "the stop line"; }
 	same_ckpt four.h5 z$z/ckpt-00000004.h5
 	[ "$(ls z$z | tail -n 1)" = ckpt-00000004.h5 ] || { ls z$z; fail "a checkpoint was written after the NaN"; }
