@@ -157,12 +157,11 @@ static int cmd_export(int argc, char **argv, struct comm *c)
 	}
 	/* Keras opens a model by its suffix only: a name it would refuse is ours to refuse. */
 	static const char *const suffixes[] = {NULL, ".keras", ".weights.h5"};
-	size_t out_len = vals[0] ? strlen(vals[0]) : 0, suffix_len = suffixes[format] ?
-		strlen(suffixes[format]) : 0;
-	if (!user_error_pending() && suffixes[format] &&
-	    (out_len <= suffix_len || strcmp(vals[0] + out_len - suffix_len, suffixes[format])))
+	const char *suffix = user_error_pending() ? NULL : suffixes[format]; /* format is valid */
+	size_t out_len = suffix ? strlen(vals[0]) : 0, suffix_len = suffix ? strlen(suffix) : 0;
+	if (suffix && (out_len <= suffix_len || strcmp(vals[0] + out_len - suffix_len, suffix)))
 		user_error("export --format %s --out %s: Keras opens only a file whose name ends in %s",
-			   formats[format], vals[0], suffixes[format]);
+			   formats[format], vals[0], suffix);
 	/* A stop signal waits for the write to end: the file at --out is then
 	 * whole or absent, and no temporary file is left beside it. MPI's
 	 * threads may be the ones to take it (a mask here would not cover
