@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mtrain.h"
 #include "shape.h"
@@ -71,6 +72,19 @@ void ckpt_meta_free(struct ckpt_meta *m);
 
 /* Frees vars[0..n) and their data (ckpt_read_all's result; NULL is a
  * no-op). */
+/* Whether v, one of vars[0..n), is another's slot or shadow, named
+ * "<that variable>/<suffix>" ("dense/kernel/Adam",
+ * "dense/kernel/ExponentialMovingAverage"), rather than a weight. */
+static inline int ckpt_var_is_slot(const struct ckpt_var *vars, int n, const struct ckpt_var *v)
+{
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(vars[i].name);
+		if (&vars[i] != v && !strncmp(v->name, vars[i].name, len) && v->name[len] == '/')
+			return 1;
+	}
+	return 0;
+}
+
 static inline void ckpt_free_vars(struct ckpt_var *vars, int n)
 {
 	for (int i = 0; vars && i < n; i++)

@@ -22,18 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Whether v is a model weight: not "<another variable>/<suffix>" (a
- * shadow or an optimizer slot). */
-static int is_weight(const struct ckpt_var *vars, int n, const struct ckpt_var *v)
-{
-	for (int i = 0; i < n; i++) {
-		size_t len = strlen(vars[i].name);
-		if (&vars[i] != v && !strncmp(v->name, vars[i].name, len) && v->name[len] == '/')
-			return 0;
-	}
-	return 1;
-}
-
 /* The variable called "<name>/<suffix>", or NULL. */
 static const struct ckpt_var *find_slot(const struct ckpt_var *vars, int n, const char *name,
 					const char *suffix)
@@ -100,7 +88,7 @@ static int pick(const char *ckpt, const struct ckpt_var *vars, int n, enum expor
 {
 	*k = 0;
 	for (int i = 0; i < n; i++) {
-		if (!is_weight(vars, n, &vars[i]))
+		if (ckpt_var_is_slot(vars, n, &vars[i]))
 			continue;
 		/* A non-trainable variable has no shadow: its own values go with
 		 * the EMA weights too, as evaluation uses them. */

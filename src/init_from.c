@@ -15,18 +15,6 @@
 
 #define LISTED_MAX 8 /* names a line lists before "and N more" */
 
-/* Whether a checkpoint's v is a slot or shadow of another of its variables
- * ("<var>/Adam", "<var>/ExponentialMovingAverage"): not a weight of its own. */
-static int is_slot(const struct ckpt_var *vars, int n, const struct ckpt_var *v)
-{
-	for (int i = 0; i < n; i++) {
-		size_t len = strlen(vars[i].name);
-		if (&vars[i] != v && !strncmp(v->name, vars[i].name, len) && v->name[len] == '/')
-			return 1;
-	}
-	return 0;
-}
-
 /* Appends name to a list line ("a, b, c"), counting what goes past
  * LISTED_MAX. */
 static void list_add(char *line, size_t len, int *count, const char *name)
@@ -143,7 +131,7 @@ int init_from_read(const struct config *cfg, const struct model *m, float *host_
 	char extra[1024] = "";
 	int n_extra = 0;
 	for (int i = 0; i < n && !rc; i++)
-		if (!used[i] && !(kind == WEIGHTS_CKPT && is_slot(vars, n, &vars[i])))
+		if (!used[i] && !(kind == WEIGHTS_CKPT && ckpt_var_is_slot(vars, n, &vars[i])))
 			list_add(extra, sizeof(extra), &n_extra, vars[i].name);
 	if (n_extra) {
 		list_end(extra, sizeof(extra), n_extra);
