@@ -595,37 +595,38 @@ static int zip_put(zip_t *z, const char *name, const void *bytes, size_t len)
 	return zip_set_file_compression(z, (zip_uint64_t)i, ZIP_CM_STORE, 0);
 }
 
-int keras_zip_write(const char *out, const char *metadata, const char *config, const void *h5,
-		    size_t h5_len)
+void *keras_zip_image(const char *metadata, const char *config, const void *h5, size_t h5_len,
+		      size_t *len)
 {
-	char tmp[FILE_PATH_LEN];
-	FILE *f = path_create_temp(out, tmp, sizeof(tmp));
-	if (!f)
-		return user_error("export --out %s: cannot write: %s", out, strerror(errno));
-	int zerr = 0;
-	zip_t *z = zip_open(tmp, ZIP_TRUNCATE, &zerr);
-	int rc = !z || zip_put(z, "metadata.json", metadata, strlen(metadata)) ||
-		 zip_put(z, "config.json", config, strlen(config)) ||
-		 zip_put(z, KERAS_WEIGHTS_MEMBER, h5, h5_len);
-	const char *why = z ? zip_strerror(z) : "cannot create it";
-	if (rc) {
-		rc = user_error("export --out %s: cannot write: %s", out, why);
-		if (z)
-			zip_discard(z);
-	} else if (zip_close(z)) {
-		rc = user_error("export --out %s: cannot write: %s", out, zip_strerror(z));
+	zip_error_t err;
+	zip_error_init(&err);
+	zip_source_t *buf = zip_source_buffer_create(NULL, 0, 0, &err);
+	zip_t *z = NULL;
+	if (buf) {
+		zip_source_keep(buf); /* it outlives the archive: the bytes are read from it */
+		z = zip_open_from_source(buf, ZIP_TRUNCATE, &err);
+	}
+	int bad = !z || zip_put(z, "metadata.json", metadata, strlen(metadata)) ||
+		  zip_put(z, "config.json", config, strlen(config)) ||
+		  zip_put(z, KERAS_WEIGHTS_MEMBER, h5, h5_len);
+	if (z && (bad || zip_close(z))) {
 		zip_discard(z);
+		bad = 1;
 	}
-	/* libzip wrote tmp through a temporary of its own; tmp is now whole */
-	fclose(f);
-	if (rc) {
-		unlink(tmp);
-		return rc;
+	zip_stat_t st;
+	void *image = NULL;
+	if (!bad && zip_source_stat(buf, &st) == 0 && (st.valid & ZIP_STAT_SIZE) &&
+	    zip_source_open(buf) == 0) {
+		image = xmalloc(st.size + 1);
+		if (zip_source_read(buf, image, st.size) != (zip_int64_t)st.size) {
+			free(image);
+			image = NULL;
+		}
+		zip_source_close(buf);
 	}
-	f = fopen(tmp, "r+");
-	if (!f || path_commit_temp(f, tmp, out)) {
-		rc = user_error("export --out %s: cannot write: %s", out, strerror(errno));
-		unlink(tmp);
-	}
-	return rc;
+	if (buf)
+		zip_source_free(buf);
+	zip_error_fini(&err);
+	*len = image ? st.size : 0;
+	return image;
 }

@@ -42,12 +42,12 @@ struct keras_layer_vars {
  * when HDF5 failed (out of memory). */
 void *keras_h5_image(const struct keras_layer_vars *layers, int n, const char *model,
 		     size_t *len);
-/* Writes bytes[0..len) to out through a temporary file renamed into place.
- * 0, or -1 with errno (nothing left). */
+/* Writes bytes[0..len) to out through a temporary file renamed into place
+ * (either file of Keras'). 0, or -1 with errno (nothing left). */
 int weights_write_file(const char *out, const void *bytes, size_t len);
-/* Writes the .keras zip out (stored, as Keras does): metadata.json,
- * config.json and model.weights.h5 from the texts and the weights file's
- * bytes, through a temporary file renamed into place. 0, or -1 with a
- * user_error naming out (nothing left). */
-int keras_zip_write(const char *out, const char *metadata, const char *config, const void *h5,
-		    size_t h5_len);
+/* The bytes of a .keras zip (members stored, as Keras stores them):
+ * metadata.json, config.json and model.weights.h5 from the texts and the
+ * weights file's bytes. malloc'd, *len bytes, or NULL when libzip failed
+ * (out of memory). */
+void *keras_zip_image(const char *metadata, const char *config, const void *h5, size_t h5_len,
+		      size_t *len);

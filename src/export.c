@@ -8,9 +8,9 @@
 #include "check.h"
 #include "ckpt.h"
 #include "ema.h"
+#include "keras.h"
 #include "layers.h"
 #include "log.h"
-#include "keras.h"
 #include "paths.h"
 #include "weights_file.h"
 
@@ -80,13 +80,39 @@ static int write_file(const char *out, const char *header, size_t hlen,
 	return path_commit_temp(f, tmp, out);
 }
 
-/* The exported tensors of vars[0..n): src[i] holds the values written
- * under names[i] (which picks a variable or its shadow); *k of them. 0, or
- * RC_USER (a weight without its shadow, with EXPORT_EMA). */
-static int pick(const char *ckpt, const struct ckpt_var *vars, int n, enum export_weights which,
-		const struct ckpt_var **src, const char **names, int *k)
+/* A checkpoint read for an export, and the tensors it exports: src[i]
+ * holds the values written under names[i] (a variable's, or its shadow's
+ * for EXPORT_EMA), k of them. */
+struct picked {
+	struct ckpt_var *vars;
+	int n;
+	struct ckpt_meta meta;
+	const struct ckpt_var **src;
+	const char **names;
+	int k;
+};
+
+static void pick_free(struct picked *p)
 {
-	*k = 0;
+	free(p->names);
+	free(p->src);
+	ckpt_free_vars(p->vars, p->n);
+	ckpt_meta_free(&p->meta);
+}
+
+/* Reads ckpt and picks what an export of which weights to out holds. 0, or
+ * RC_USER/RC_CORRUPT with a user_error (a weight without its shadow under
+ * EXPORT_EMA, out naming ckpt itself); free p with pick_free either way. */
+static int pick(const char *ckpt, const char *out, enum export_weights which, struct picked *p)
+{
+	memset(p, 0, sizeof(*p));
+	int rc = ckpt_read_all(ckpt, &p->vars, &p->n, &p->meta);
+	if (rc)
+		return rc;
+	const struct ckpt_var *vars = p->vars;
+	int n = p->n;
+	p->src = xcalloc((size_t)n + 1, sizeof(*p->src));
+	p->names = xcalloc((size_t)n + 1, sizeof(*p->names));
 	for (int i = 0; i < n; i++) {
 		if (ckpt_var_is_slot(vars, n, &vars[i]))
 			continue;
@@ -98,34 +124,24 @@ static int pick(const char *ckpt, const struct ckpt_var *vars, int n, enum expor
 		if (which == EXPORT_EMA && !shadow)
 			return user_error("%s: %s has no %s/%s to export with --weights ema", ckpt,
 					  vars[i].name, vars[i].name, EMA_SUFFIX);
-		names[*k] = vars[i].name;
-		src[(*k)++] = which == EXPORT_EMA ? shadow : &vars[i];
+		p->names[p->k] = vars[i].name;
+		p->src[p->k++] = which == EXPORT_EMA ? shadow : &vars[i];
 	}
+	if (path_same_file(ckpt, out))
+		return user_error("export --out %s: is the checkpoint being exported", out);
 	return 0;
 }
 
 int export_safetensors(const char *ckpt, const char *out, enum export_weights which)
 {
-	struct ckpt_var *vars;
-	struct ckpt_meta m;
-	int n, k = 0;
-	int rc = ckpt_read_all(ckpt, &vars, &n, &m);
-	if (rc)
-		return rc;
-	const struct ckpt_var **src = xcalloc((size_t)n + 1, sizeof(*src));
-	const char **names = xcalloc((size_t)n + 1, sizeof(*names));
-	rc = pick(ckpt, vars, n, which, src, names, &k);
-	if (!rc && path_same_file(ckpt, out))
-		rc = user_error("export --out %s: is the checkpoint being exported", out);
+	struct picked p;
+	int rc = pick(ckpt, out, which, &p);
 	size_t hlen = 0;
-	char *header = rc ? NULL : make_header(src, names, k, &m, which, &hlen);
-	if (!rc && write_file(out, header, hlen, src, k))
+	char *header = rc ? NULL : make_header(p.src, p.names, p.k, &p.meta, which, &hlen);
+	if (!rc && write_file(out, header, hlen, p.src, p.k))
 		rc = user_error("export --out %s: cannot write: %s", out, strerror(errno));
 	free(header);
-	free(names);
-	free(src);
-	ckpt_free_vars(vars, n);
-	ckpt_meta_free(&m);
+	pick_free(&p);
 	return rc;
 }
 
@@ -154,76 +170,75 @@ int export_plan_model(const char *path, const struct ckpt_meta *meta, struct mod
 
 /* host_w (P) = the picked tensors, each under its registry name with the
  * registry's shape. 0, or RC_USER naming the first that does not fit. */
-static int fill_registry(const char *ckpt, const struct model *model,
-			 const struct ckpt_var **src, const char **names, int k, float *host_w)
+static int fill_registry(const char *ckpt, const struct model *model, const struct picked *p,
+			 float *host_w)
 {
-	for (int p = 0; p < model->reg.n; p++) {
-		const struct param *q = &model->reg.p[p];
+	for (int r = 0; r < model->reg.n; r++) {
+		const struct param *q = &model->reg.p[r];
 		int i = 0;
-		while (i < k && strcmp(names[i], q->name))
+		while (i < p->k && strcmp(p->names[i], q->name))
 			i++;
-		if (i == k || src[i]->ndim != q->ndim ||
-		    memcmp(src[i]->shape, q->shape, sizeof(q->shape)))
+		if (i == p->k || p->src[i]->ndim != q->ndim ||
+		    memcmp(p->src[i]->shape, q->shape, sizeof(q->shape)))
 			return user_error("%s: %s is not stored as its configuration's model has it",
 					  ckpt, q->name);
-		memcpy(host_w + q->offset, src[i]->data, q->size * sizeof(float));
+		memcpy(host_w + q->offset, p->src[i]->data, q->size * sizeof(float));
 	}
 	return 0;
 }
 
+/* The bytes of the Keras file of model with values host_w: the weights
+ * file, or (whole) the .keras zip around it and config. malloc'd, *len
+ * bytes, or NULL when HDF5 or libzip failed. */
+static void *keras_file(const struct model *model, const float *host_w, const char *config,
+			int whole, size_t *len)
+{
+	struct keras_layer_vars *layers = xcalloc((size_t)model->n_layers + 2, sizeof(*layers));
+	struct ckpt_var *views = xcalloc((size_t)model->reg.n + 1, sizeof(*views));
+	char(*names)[PARAM_NAME_LEN] = xcalloc((size_t)model->n_layers + 2, sizeof(*names));
+	int n = keras_layer_vars(model, host_w, whole, layers, views, names);
+	size_t h5_len = 0;
+	void *h5 = keras_h5_image(layers, n, "mtrain", &h5_len), *bytes = h5;
+	*len = h5_len;
+	if (h5 && whole) {
+		char *metadata = keras_metadata();
+		bytes = keras_zip_image(metadata, config, h5, h5_len, len);
+		free(metadata);
+		free(h5);
+	}
+	free(names);
+	free(views);
+	free(layers);
+	return bytes;
+}
+
 int export_keras(const char *ckpt, const char *out, enum export_weights which, int whole)
 {
-	struct ckpt_var *vars;
-	struct ckpt_meta meta;
-	int n, k = 0;
-	int rc = ckpt_read_all(ckpt, &vars, &n, &meta);
-	if (rc)
-		return rc;
+	struct picked p;
 	struct model *model = xcalloc(1, sizeof(*model));
-	const struct ckpt_var **src = xcalloc((size_t)n + 1, sizeof(*src));
-	const char **names = xcalloc((size_t)n + 1, sizeof(*names));
 	const char *why = NULL;
 	float *host_w = NULL;
 	char *config = NULL;
-	rc = pick(ckpt, vars, n, which, src, names, &k);
-	if (!rc && export_plan_model(ckpt, &meta, model, &why))
+	int rc = pick(ckpt, out, which, &p);
+	if (!rc && export_plan_model(ckpt, &p.meta, model, &why))
 		rc = user_error("%s: cannot export it for Keras: %s", ckpt, why);
-	if (!rc && path_same_file(ckpt, out))
-		rc = user_error("export --out %s: is the checkpoint being exported", out);
 	if (!rc) {
 		host_w = xcalloc(model->reg.total + 1, sizeof(float));
-		rc = fill_registry(ckpt, model, src, names, k, host_w);
+		rc = fill_registry(ckpt, model, &p, host_w);
 	}
 	if (!rc && whole && !(config = keras_model_config(model)))
 		rc = RC_USER;
-	if (!rc) {
-		struct keras_layer_vars *layers = xcalloc((size_t)model->n_layers + 2, sizeof(*layers));
-		struct ckpt_var *views = xcalloc((size_t)model->reg.n + 1, sizeof(*views));
-		char(*lnames)[PARAM_NAME_LEN] = xcalloc((size_t)model->n_layers + 1, sizeof(*lnames));
-		int nl = keras_layer_vars(model, host_w, layers, views, lnames);
-		if (whole && keras_softmax_layer(model)) /* its group, as Keras writes every layer's */
-			layers[nl++] = (struct keras_layer_vars){.name = keras_softmax_layer(model)};
-		size_t len = 0;
-		void *image = keras_h5_image(layers, nl, "mtrain", &len);
-		char *metadata = whole ? keras_metadata() : NULL;
-		if (!image)
-			rc = user_error("export --out %s: HDF5 could not make the weights file", out);
-		else if (whole)
-			rc = keras_zip_write(out, metadata, config, image, len);
-		else if (weights_write_file(out, image, len))
-			rc = user_error("export --out %s: cannot write: %s", out, strerror(errno));
-		free(metadata);
-		free(image);
-		free(lnames);
-		free(views);
-		free(layers);
-	}
+	size_t len = 0;
+	void *bytes = rc ? NULL : keras_file(model, host_w, config, whole, &len);
+	if (!rc && !bytes)
+		rc = user_error("export --out %s: HDF5 or libzip could not make the file (out of "
+				"memory?)", out);
+	else if (!rc && weights_write_file(out, bytes, len))
+		rc = user_error("export --out %s: cannot write: %s", out, strerror(errno));
+	free(bytes);
 	free(config);
 	free(host_w);
-	free(names);
-	free(src);
 	free(model);
-	ckpt_free_vars(vars, n);
-	ckpt_meta_free(&meta);
+	pick_free(&p);
 	return rc;
 }

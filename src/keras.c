@@ -264,8 +264,9 @@ void keras_var_keys(const struct model *m, char (*keys)[PARAM_NAME_LEN])
 		}
 }
 
-int keras_layer_vars(const struct model *m, const float *host_w, struct keras_layer_vars *layers,
-		     struct ckpt_var *views, char (*names)[PARAM_NAME_LEN])
+int keras_layer_vars(const struct model *m, const float *host_w, int whole,
+		     struct keras_layer_vars *layers, struct ckpt_var *views,
+		     char (*names)[PARAM_NAME_LEN])
 {
 	snprintf(names[0], PARAM_NAME_LEN, "%s", KERAS_INPUT_NAME);
 	model_layer_names(m, names + 1);
@@ -287,5 +288,8 @@ int keras_layer_vars(const struct model *m, const float *host_w, struct keras_la
 			k->var[k->n++] = view;
 		}
 	}
-	return m->n_layers + 1;
+	int n = m->n_layers + 1;
+	if (whole && keras_softmax_layer(m)) /* its group, as Keras writes every layer's */
+		layers[n++] = (struct keras_layer_vars){.name = keras_softmax_layer(m)};
+	return n;
 }

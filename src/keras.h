@@ -29,7 +29,9 @@ void keras_var_keys(const struct model *m, char (*keys)[PARAM_NAME_LEN]);
 /* The layers of a Keras weights file for m with values host_w (P, the
  * registry's layout): layers[0] the input layer's (no variables), then
  * one per layer of m, each variable a view into host_w (views: room for
- * m->reg.n). Returns how many layers it filled (m->n_layers + 1);
- * layer names live in names (m->n_layers + 1 of them). */
-int keras_layer_vars(const struct model *m, const float *host_w, struct keras_layer_vars *layers,
-		     struct ckpt_var *views, char (*names)[PARAM_NAME_LEN]);
+ * m->reg.n), then, for the whole .keras model (whole), the softmax layer
+ * keras_model_config adds, if it does. Returns how many it filled (room
+ * for m->n_layers + 2); the names live in names (as many). */
+int keras_layer_vars(const struct model *m, const float *host_w, int whole,
+		     struct keras_layer_vars *layers, struct ckpt_var *views,
+		     char (*names)[PARAM_NAME_LEN]);
