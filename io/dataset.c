@@ -519,6 +519,7 @@ static void close_stream(struct dataset *d)
 {
 	if (d->fd >= 0)
 		close(d->fd);
+	dataset_unmap(d);
 	for (int i = H5_Y; i >= H5_FILE; i--)
 		if (d->h5[i] > 0)
 			(i == H5_FILE ? H5Fclose : H5Dclose)(d->h5[i]);

@@ -30,10 +30,15 @@ struct dataset {
 	/* Streamed (dataset_open; x8, xf and y NULL): */
 	int streamed;
 	int fd;              /* the file, open for reading */
+	const uint8_t *map;  /* the file mapped read-only, rows copied from it, when
+			      * x is stored whole and the file is at most
+			      * DATASET_MAP_MAX bytes; else NULL (pread) */
+	size_t map_len;
 	int x_bytes;         /* a value of x in the file: 1 (uint8) or 4 (float32) */
 	long long x_at, y_at; /* byte offsets of x (native uint8 or float32) and y
 			       * (native int32) where stored whole and uncompressed,
-			       * read with pread; -1: read through HDF5 (h5) */
+			       * read from map or with pread; -1: read through HDF5
+			       * (h5) */
 	int64_t h5[3];       /* the HDF5 file, x and y (hid_t) where x_at or y_at
 			      * is -1; else 0 */
 	long long identity[4]; /* device, inode, size, mtime (ns) of the file
@@ -45,6 +50,14 @@ struct dataset {
  * size (16M rows); beyond, read with each row. */
 #define DATASET_LABEL_CACHE ((double)(64 << 20))
 
+/* A streamed file at most this large whose x is stored whole is mapped:
+ * its rows are copied from the page cache without a system call each
+ * (what makes streaming as fast as memory for small rows). A larger one is
+ * read with pread, so that no rank maps more than this of a data file:
+ * mapped pages count in a process' resident memory (shared, though, by the
+ * ranks of a node and with the page cache). */
+#define DATASET_MAP_MAX ((size_t)256 << 20)
+
 /* One line saying why a read failed, e.g. "F.h5: x[4093, 3, 0, 0] is NaN". */
 #define DATASET_WHY_LEN (PATH_LEN + 256)
 
@@ -54,17 +67,23 @@ struct dataset {
 int dataset_load(struct dataset *d, const char *path, int part, int parts);
 void dataset_free(struct dataset *d);
 /* Opens path for streaming rows [part*N/parts, (part+1)*N/parts) (memory:
- * none per row): its layout, dtypes and classes (num_classes, else found
- * from a pass over y) are read in a child (sandbox.h); x and y stored whole
- * must lie within the file. 0, or -1 with a user_error naming the file. */
+ * none per row; a file mapped, DATASET_MAP_MAX, as its rows are read): its
+ * layout, dtypes and classes (num_classes, else found from a pass over y)
+ * are read in a child (sandbox.h); x and y stored whole must lie within the
+ * file. 0, or -1 with a user_error naming the file. */
 int dataset_open(struct dataset *d, const char *path, int part, int parts);
+/* Reads d's rows with pread from now on, as a file larger than
+ * DATASET_MAP_MAX is read (tests compare the two ways). */
+void dataset_unmap(struct dataset *d);
 /* x (rows, D) and y (rows) = rows idx[0..rows) (relative to d->first), or
  * the rows [begin, begin + rows): from memory when loaded, else read from
  * the file and checked (inputs finite, labels in [0, classes)), the file
- * checked unchanged since it was opened. 0, or -1 with one line in why
- * (DATASET_WHY_LEN bytes) naming the file and the row. Safe on any
- * thread, on several at once (pread; an HDF5 built thread-safe, which
- * dataset_open requires where it reads through HDF5). */
+ * checked unchanged since it was opened, before and after the reads. 0, or
+ * -1 with one line in why (DATASET_WHY_LEN bytes) naming the file and the
+ * row. Safe on any thread, on several at once (a mapping or pread; an HDF5
+ * built thread-safe, which dataset_open requires where it reads through
+ * HDF5). A mapped file cut short during the read is one line in why, as
+ * with pread (dataset_open catches SIGBUS for it). */
 int dataset_read_rows(const struct dataset *d, const uint32_t *idx, int rows, float *x,
 		      int32_t *y, char *why);
 int dataset_read_range(const struct dataset *d, long begin, int rows, float *x, int32_t *y,
@@ -83,6 +102,9 @@ void dataset_row_text(const struct dataset *d, char *buf, size_t len);
 /* Checks every label held is below classes, which `whose` had (e.g. "the
  * training set"). 0, or -1 with a user_error naming the first bad row. */
 int dataset_check_labels(const struct dataset *d, int classes, const char *whose);
+/* Reads d's rows with pread from now on, as a file larger than
+ * DATASET_MAP_MAX is read (tests compare the two ways). */
+void dataset_unmap(struct dataset *d);
 /* x (rows, D) and y (rows) = rows idx[0..rows) of d (indices relative to
  * d->first), uint8 scaled by 1/255. */
 void dataset_gather(const struct dataset *d, const uint32_t *idx, int rows,

@@ -1,6 +1,7 @@
 /* Streamed data files of dataset.h: rows read from the file when asked
- * (pread where x and y are stored whole and uncompressed, HDF5 otherwise),
- * each checked as it is read, the file checked unchanged. */
+ * (where x and y are stored whole and uncompressed: copied from a mapping
+ * of the file, or with pread from one larger than DATASET_MAP_MAX; through
+ * HDF5 otherwise), each checked as it is read, the file checked unchanged. */
 #include "dataset.h"
 #include "dataset_io.h"
 #include "check.h"
@@ -12,9 +13,14 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,11 +82,111 @@ static int unchanged(const struct dataset *d, char *why)
 	return -1;
 }
 
+/* A mapped file cut short under a read raises SIGBUS: the thread reading
+ * it (t_bus set) jumps back to map_copy, which says so in one line as
+ * pread's path does; any other SIGBUS goes to the handler there was before
+ * (check.c's crash line): a fault by retrying the access with it, a sent
+ * one by raising it again. */
+static __thread sigjmp_buf *t_bus;
+static struct sigaction g_bus_before;
+static pthread_once_t g_bus_once = PTHREAD_ONCE_INIT;
+
+static void on_bus(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	if (t_bus && si->si_code > 0)
+		siglongjmp(*t_bus, 1);
+	sigaction(SIGBUS, &g_bus_before, NULL);
+	if (si->si_code <= 0)
+		raise(sig);
+}
+
+static void catch_bus(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_bus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER; /* left by a jump: not left blocked */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &g_bus_before);
+}
+
+/* Maps d's file when x is stored whole and the file is at most
+ * DATASET_MAP_MAX bytes; where it cannot be mapped, pread reads it. */
+static void map_file(struct dataset *d)
+{
+	long long size = d->identity[ID_SIZE];
+	if (d->x_at < 0 || size <= 0 || (double)size > (double)DATASET_MAP_MAX)
+		return;
+	void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, d->fd, 0);
+	if (p == MAP_FAILED)
+		return;
+	pthread_once(&g_bus_once, catch_bus);
+	d->map = p;
+	d->map_len = (size_t)size;
+}
+
+void dataset_unmap(struct dataset *d)
+{
+	if (d->map)
+		munmap((void *)d->map, d->map_len);
+	d->map = NULL;
+	d->map_len = 0;
+}
+
+/* The file ends within the len bytes at offset at that rows [row, row +
+ * count) of name take: one line in why, naming the first row cut. */
+static void cut_short(const struct dataset *d, long long at, size_t len, const char *name,
+		      long row, long count, char *why)
+{
+	struct stat st;
+	long long end = fstat(d->fd, &st) ? at : (long long)st.st_size;
+	size_t kept = end <= at ? 0 : end - at < (long long)len ? (size_t)(end - at) : len - 1;
+	snprintf(why, DATASET_WHY_LEN, "%s: the file ends at byte %lld, within row %ld of '%s' (it "
+		 "was truncated during the run)", d->path, end,
+		 row + (long)(kept * (size_t)count / len), name);
+}
+
+/* Rows in a random order miss the cache (and the TLB) each: the rows this
+ * many ahead are asked for while one is copied. */
+#define PREFETCH_ROWS 2
+
+static void prefetch(const uint8_t *p, size_t len)
+{
+	for (size_t at = 0; at < len; at += 64)
+		__builtin_prefetch(p + at);
+	__builtin_prefetch(p + len - 1);
+}
+
+/* len bytes at offset at of the mapped file into buf, or, with scale, as
+ * many uint8 values scaled into the floats at buf (dataset_scale_u8). */
+static int map_copy(const struct dataset *d, long long at, void *buf, size_t len, int scale,
+		    const char *name, long row, long count, char *why)
+{
+	sigjmp_buf jump;
+	if (sigsetjmp(jump, 0)) {
+		t_bus = NULL;
+		cut_short(d, at, len, name, row, count, why);
+		return -1;
+	}
+	t_bus = &jump;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (scale)
+		dataset_scale_u8(d->map + at, len, buf);
+	else
+		memcpy(buf, d->map + at, len);
+	atomic_signal_fence(memory_order_seq_cst);
+	t_bus = NULL;
+	return 0;
+}
+
 /* len bytes at offset at of the file into buf, for rows [row, row + count)
  * of name. */
 static int read_at(const struct dataset *d, long long at, void *buf, size_t len,
 		   const char *name, long row, long count, char *why)
 {
+	if (d->map)
+		return map_copy(d, at, buf, len, 0, name, row, count, why);
 	for (size_t done = 0; done < len;) {
 		ssize_t got = pread(d->fd, (char *)buf + done, len - done, (off_t)(at + (long long)done));
 		if (got > 0) {
@@ -93,9 +199,7 @@ static int read_at(const struct dataset *d, long long at, void *buf, size_t len,
 			snprintf(why, DATASET_WHY_LEN, "%s: cannot read row %ld of '%s': %s", d->path,
 				 row, name, strerror(errno));
 		else
-			snprintf(why, DATASET_WHY_LEN, "%s: the file ends at byte %lld, within row %ld "
-				 "of '%s' (it was truncated during the run)", d->path,
-				 at + (long long)done, row + (long)(done * (size_t)count / len), name);
+			cut_short(d, at, len, name, row, count, why);
 		return -1;
 	}
 	return 0;
@@ -185,6 +289,7 @@ int dataset_open(struct dataset *d, const char *path, int part, int parts)
 		dataset_free(d);
 		return -1;
 	}
+	map_file(d);
 	if (cache_labels(d))
 		return -1;
 	/* HDF5 opened it by name: the same file still. */
@@ -220,9 +325,11 @@ static int read_block(const struct dataset *d, long row, long count, float *x, i
 	size_t cells = (size_t)count * (size_t)d->dim;
 	uint8_t *raw = d->x_bytes == 1 ? (uint8_t *)x + 3 * cells : (uint8_t *)x;
 	size_t len = cells * (size_t)d->x_bytes;
-	int rc = d->x_at >= 0
-		? read_at(d, d->x_at + (long long)row * d->dim * d->x_bytes, raw, len, "x", row,
-			  count, why)
+	long long x_at = d->x_at + (long long)row * d->dim * d->x_bytes;
+	int direct = d->map && d->x_bytes == 1; /* scaled from the page cache */
+	int rc = direct ? map_copy(d, x_at, x, len, 1, "x", row, count, why)
+		: d->x_at >= 0
+		? read_at(d, x_at, raw, len, "x", row, count, why)
 		: read_hdf5(d, d->h5[H5_X], d->x_bytes == 1 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT,
 			    row, count, raw, "x", why);
 	if (rc)
@@ -236,9 +343,10 @@ static int read_block(const struct dataset *d, long row, long count, float *x, i
 			: read_hdf5(d, d->h5[H5_Y], H5T_NATIVE_INT32, row, count, y, "y", why);
 	if (rc)
 		return -1;
-	if (d->x_bytes == 1)
-		scale_bytes(raw, cells, x);
-	else
+	if (d->x_bytes == 1) {
+		if (!direct)
+			scale_bytes(raw, cells, x);
+	} else {
 		for (size_t j = 0; j < cells; j++)
 			if (!isfinite(x[j])) {
 				char cell[96];
@@ -248,6 +356,7 @@ static int read_block(const struct dataset *d, long row, long count, float *x, i
 					 d->path, cell, isnan(x[j]) ? "NaN" : "infinite");
 				return -1;
 			}
+	}
 	for (long i = 0; i < count; i++)
 		if (y[i] < 0 || y[i] >= d->classes) {
 			snprintf(why, DATASET_WHY_LEN, "%s: y[%ld] = %d is not a class id (the model "
@@ -267,11 +376,16 @@ int dataset_read_rows(const struct dataset *d, const uint32_t *idx, int rows, fl
 	}
 	if (unchanged(d, why))
 		return -1;
-	for (int i = 0; i < rows; i++)
+	size_t row_bytes = (size_t)d->dim * (size_t)d->x_bytes;
+	for (int i = 0; i < rows; i++) {
+		if (d->map && i + PREFETCH_ROWS < rows)
+			prefetch(d->map + d->x_at + (long long)(d->first + (long)idx[i + PREFETCH_ROWS]) *
+				 (long long)row_bytes, row_bytes);
 		if (read_block(d, d->first + (long)idx[i], 1, x + (size_t)i * (size_t)d->dim, y + i,
 			       why))
 			return -1;
-	return 0;
+	}
+	return unchanged(d, why); /* and was so all along: not changed under the reads */
 }
 
 int dataset_read_range(const struct dataset *d, long begin, int rows, float *x, int32_t *y,
@@ -281,7 +395,8 @@ int dataset_read_range(const struct dataset *d, long begin, int rows, float *x, 
 		dataset_rows(d, begin, rows, x, y);
 		return 0;
 	}
-	return unchanged(d, why) || read_block(d, d->first + begin, rows, x, y, why) ? -1 : 0;
+	return unchanged(d, why) || read_block(d, d->first + begin, rows, x, y, why) ||
+	       unchanged(d, why) ? -1 : 0;
 }
 
 long dataset_sample_row(uint64_t seed, long i, long n)
