@@ -180,11 +180,16 @@ struct staged *loader_current(struct loader *l, long epoch, long pos)
 	l->head = g;
 	if (l->end <= g)
 		l->end = g + 1;
-	pthread_cond_broadcast(&l->cv);
+	/* The reader is woken when half the ring is free (or this batch is
+	 * not there yet): it then stages several batches a wake-up, and each
+	 * wake-up's switches cost the step once, not once a batch. */
+	if (s->g != g || l->head + l->slots - l->next >= (l->slots + 1) / 2)
+		pthread_cond_broadcast(&l->cv);
 	if (!l->running) {
 		int rc = pthread_create(&l->thread, NULL, reader_main, l);
 		if (rc)
 			check_fail("libc", "pthread_create(reader)", strerror(rc), __FILE__, __LINE__);
+		pthread_setname_np(l->thread, "mtrain-reader"); /* as top and perf show it */
 		l->running = 1;
 	}
 	if (s->g != g) {

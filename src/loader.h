@@ -2,7 +2,9 @@
  * training set (dataset_read_rows: streamed from the file, checked) and
  * augmented by a reader thread into a ring of pinned staging buffers
  * (alloc_host), up to read_ahead batches ahead of the step, so that the
- * step finds its batch ready. Epoch e's order is a permutation seeded by
+ * step finds its batch ready. The reader is woken once half the ring is
+ * free (or the step waits), and then stages batches until it is full:
+ * its wake-ups cost the step once every few batches, not every batch. Epoch e's order is a permutation seeded by
  * (seed, e): the same on every rank. A run's order is computed (order_row,
  * no memory) unless it resumed a checkpoint of the stored order
  * (ORDER_LEGACY: loader_order's permutation, N row ids). Batches are
