@@ -229,8 +229,8 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	size_t room = m->room > P ? m->room : P;
 	m->w = be->alloc(be, room * sizeof(float));
 	m->g = be->alloc(be, room * sizeof(float));
-	m->x = be->alloc(be, R * m->in_dim * sizeof(float));
-	m->y = be->alloc(be, R * sizeof(int32_t));
+	m->x = m->x_buf = be->alloc(be, R * m->in_dim * sizeof(float));
+	m->y = m->y_buf = be->alloc(be, R * sizeof(int32_t));
 	m->arena = be->alloc(be, (size_t)model_arena_bytes(m, max_rows));
 	size_t Rt = train_rows(m, max_rows);
 	for (int i = 0; i < m->n_layers; i++) {
@@ -254,8 +254,8 @@ void model_free(struct model *m)
 		return;
 	be->free(be, m->w);
 	be->free(be, m->g);
-	be->free(be, m->x);
-	be->free(be, m->y);
+	be->free(be, m->x_buf);
+	be->free(be, m->y_buf);
 	be->free(be, m->arena);
 	for (int i = 0; i < m->n_layers; i++)
 		be->free(be, m->layer[i].aux);
@@ -310,14 +310,34 @@ void model_text(const struct model *m, const struct config *cfg, char *buf, size
 		snprintf(buf + used, len - used, "-%d %s", m->classes, act_names[cfg->act]);
 }
 
+/* The model reads its inputs at x and its labels at y: the outputs that
+ * are their input's (aliases) follow. */
+static void read_input_at(struct model *m, float *x, int32_t *y)
+{
+	m->y = y;
+	if (m->x == x)
+		return;
+	m->x = x;
+	int layout = m->layout;
+	m->layout = -1;
+	if (layout >= 0)
+		use_layout(m, layout);
+}
+
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows)
 {
+	read_input_at(m, m->x_buf, m->y_buf);
 	m->be->copy_in(m->be, m->x, x, (size_t)rows * m->in_dim * sizeof(float));
 	m->be->copy_in(m->be, m->y, y, (size_t)rows * sizeof(int32_t));
 }
 
 void model_set_batch_async(struct model *m, const float *x, const int32_t *y, int rows)
 {
+	if (m->be->memory == BACKEND_HOST) { /* the same memory: nothing to move */
+		read_input_at(m, (float *)x, (int32_t *)y); /* read only */
+		return;
+	}
+	read_input_at(m, m->x_buf, m->y_buf);
 	m->be->copy_in_async(m->be, m->x, x, (size_t)rows * m->in_dim * sizeof(float));
 	m->be->copy_in_async(m->be, m->y, y, (size_t)rows * sizeof(int32_t));
 }

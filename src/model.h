@@ -64,8 +64,11 @@ struct model {
 	float *w;              /* (P, or room if more) variables */
 	float *g;              /* (P, or room if more) gradients; past T
 				* stays 0 */
-	float *x;              /* (R, D) input batch */
-	int32_t *y;            /* (R) labels */
+	float *x;              /* (R, D) input batch: x_buf, or where the
+				* batch lies (model_set_batch_async) */
+	int32_t *y;            /* (R) labels: y_buf, or where they lie */
+	float *x_buf;          /* (R, D) the model's own */
+	int32_t *y_buf;        /* (R) */
 	float *arena;          /* outputs and gradients: (train_rows,
 				* arena_per_row) or (R, eval_per_row), the more */
 	float *dlogits;        /* (R, C) the last layer's dy, in the arena */
@@ -128,7 +131,9 @@ void model_summary(const struct model *m, FILE *f);
 /* Loads rows of inputs (R,D) and labels (R) from host memory. */
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows);
 /* The same from the backend's alloc_host memory, without waiting: x and y
- * must stay unchanged until the backend has done this step's ops. */
+ * must stay unchanged until the backend has done this step's ops. A host
+ * backend's model reads them where they lie, uncopied, until the next
+ * model_set_batch*: they must stay until then. */
 void model_set_batch_async(struct model *m, const float *x, const int32_t *y, int rows);
 /* --sync-bn: batchnorm layers normalise with the statistics of the global
  * batch of global_rows rows, summed over ranks by sum (every training step's
