@@ -12,7 +12,9 @@
 # including any wait for the reader) and its wait for the reader alone, as
 # shares of the step. Then this build cold (the training file's page cache
 # dropped with posix_fadvise before the run), and the reader alone
-# (jobs/bench_reader: rows/s with nothing else running, warm and cold).
+# (jobs/bench_reader: rows/s with nothing else running, warm and cold; the
+# default job's file mapped, as a file of at most 256 MiB is read, and with
+# one pread a row, as a larger one is).
 # jobs/bench.sh runs this as its "data" part (BENCH_MODELS); it runs alone
 # too.
 #
@@ -129,8 +131,10 @@ reader() {
 	awk '{print $7}' <<<"$out"
 }
 echo "reader alone (jobs/bench_reader, rank 0 of 2, 400 batches), rows/s:"
-printf '  default job (64 rows a batch):        warm %8.0f   cold %8.0f\n' \
+printf '  default job (64 rows a batch):        warm %8.0f   cold %8.0f   (the file mapped)\n' \
 	"$(reader --batches 400)" "$(reader --batches 400 --cold)"
+printf '  the same, one pread a row:             warm %8.0f   cold %8.0f   (as a file over 256 MiB)\n' \
+	"$(reader --batches 400 --pread)" "$(reader --batches 400 --cold --pread)"
 printf '  CNN, crop:4,flip (16 rows a batch):   warm %8.0f   cold %8.0f\n' \
 	"$(reader --batch 32 --batches 400 --augment crop:4,flip --input-shape 28,28,1)" \
 	"$(reader --batch 32 --batches 400 --augment crop:4,flip --input-shape 28,28,1 --cold)"
