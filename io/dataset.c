@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -514,7 +515,16 @@ void dataset_identity(const struct stat *st, long long id[4])
 	id[ID_MTIME] = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
 }
 
-/* Closes what dataset_open opened: the file, and HDF5's handles of it. */
+void dataset_unmap(struct dataset *d)
+{
+	if (d->map)
+		munmap((void *)d->map, d->map_len);
+	d->map = NULL;
+	d->map_len = 0;
+}
+
+/* Closes what dataset_open opened: the file, its mapping, and HDF5's
+ * handles of it. */
 static void close_stream(struct dataset *d)
 {
 	if (d->fd >= 0)

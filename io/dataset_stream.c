@@ -126,14 +126,6 @@ static void map_file(struct dataset *d)
 	d->map_len = (size_t)size;
 }
 
-void dataset_unmap(struct dataset *d)
-{
-	if (d->map)
-		munmap((void *)d->map, d->map_len);
-	d->map = NULL;
-	d->map_len = 0;
-}
-
 /* The file ends within the len bytes at offset at that rows [row, row +
  * count) of name take: one line in why, naming the first row cut. */
 static void cut_short(const struct dataset *d, long long at, size_t len, const char *name,
