@@ -102,9 +102,6 @@ void dataset_row_text(const struct dataset *d, char *buf, size_t len);
 /* Checks every label held is below classes, which `whose` had (e.g. "the
  * training set"). 0, or -1 with a user_error naming the first bad row. */
 int dataset_check_labels(const struct dataset *d, int classes, const char *whose);
-/* Reads d's rows with pread from now on, as a file larger than
- * DATASET_MAP_MAX is read (tests compare the two ways). */
-void dataset_unmap(struct dataset *d);
 /* x (rows, D) and y (rows) = rows idx[0..rows) of d (indices relative to
  * d->first), uint8 scaled by 1/255. */
 void dataset_gather(const struct dataset *d, const uint32_t *idx, int rows,

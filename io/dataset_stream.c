@@ -126,17 +126,24 @@ static void map_file(struct dataset *d)
 	d->map_len = (size_t)size;
 }
 
-/* The file ends within the len bytes at offset at that rows [row, row +
- * count) of name take: one line in why, naming the first row cut. */
+/* The len bytes at offset at that rows [row, row + count) of name take
+ * are not all in the file (a read came up short, or faulted): one line in
+ * why, naming the row of name in which the file now ends. */
 static void cut_short(const struct dataset *d, long long at, size_t len, const char *name,
 		      long row, long count, char *why)
 {
+	long long stride = (long long)(len / (size_t)count), first = at - row * stride;
 	struct stat st;
-	long long end = fstat(d->fd, &st) ? at : (long long)st.st_size;
-	size_t kept = end <= at ? 0 : end - at < (long long)len ? (size_t)(end - at) : len - 1;
-	snprintf(why, DATASET_WHY_LEN, "%s: the file ends at byte %lld, within row %ld of '%s' (it "
-		 "was truncated during the run)", d->path, end,
-		 row + (long)(kept * (size_t)count / len), name);
+	if (fstat(d->fd, &st) || st.st_size >= at + (long long)len)
+		snprintf(why, DATASET_WHY_LEN, "%s: the file changed while mtrain was reading it "
+			 "(a read of row %ld of '%s' found it cut short)", d->path, row, name);
+	else if (st.st_size <= first)
+		snprintf(why, DATASET_WHY_LEN, "%s: the file ends at byte %lld, before '%s' begins (it "
+			 "was truncated during the run)", d->path, (long long)st.st_size, name);
+	else
+		snprintf(why, DATASET_WHY_LEN, "%s: the file ends at byte %lld, within row %lld of "
+			 "'%s' (it was truncated during the run)", d->path, (long long)st.st_size,
+			 (st.st_size - first) / stride, name);
 }
 
 /* Rows in a random order miss the cache (and the TLB) each: the rows this

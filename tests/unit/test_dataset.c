@@ -449,10 +449,11 @@ static int same_rows(const struct dataset *s, const struct dataset *l, const uin
 }
 
 /* The file cut to cut bytes under d, whose identity is brought up to date
- * (as if the run had not yet seen it change): row (a row past the cut) is
- * one line naming the cut, twice (a second SIGBUS is caught as the first);
- * row 0 still reads. */
-static void check_cut(struct dataset *d, long cut, uint32_t row)
+ * (as if the run had not yet seen it change): row (at or past the cut) is
+ * one line naming the cut and the row it falls in (in_row; -1: before x),
+ * twice (a second SIGBUS is caught as the first); row 0 still reads unless
+ * the cut is before x. */
+static void check_cut(struct dataset *d, long cut, uint32_t row, long in_row)
 {
 	EXPECT(truncate(d->path, cut) == 0);
 	struct stat st;
@@ -464,14 +465,18 @@ static void check_cut(struct dataset *d, long cut, uint32_t row)
 		char why[DATASET_WHY_LEN] = "";
 		EXPECT(dataset_read_rows(d, &row, 1, x, &y, why) == -1);
 		char want[96];
-		snprintf(want, sizeof(want), "the file ends at byte %ld, within row %u of 'x'", cut, row);
+		if (in_row < 0)
+			snprintf(want, sizeof(want), "the file ends at byte %ld, before 'x' begins", cut);
+		else
+			snprintf(want, sizeof(want), "the file ends at byte %ld, within row %ld of 'x'",
+				 cut, in_row);
 		EXPECT(strstr(why, want) != NULL);
 		if (!strstr(why, want))
 			fprintf(stderr, "got: %s\nwant: %s\n", why, want);
 	}
 	const uint32_t first = 0;
 	char why[DATASET_WHY_LEN];
-	EXPECT(dataset_read_rows(d, &first, 1, x, &y, why) == 0);
+	EXPECT(dataset_read_rows(d, &first, 1, x, &y, why) == (in_row < 0 ? -1 : 0));
 }
 
 /* A SIGBUS that is not a mapped read's still ends the process (SIGBUS's
@@ -538,17 +543,18 @@ static void check_streamed(void)
 
 	/* Cut at row 2000's last byte but one of x: a row pages beyond it,
 	 * mapped (SIGBUS), and with pread (a short read) that row and row 2000
-	 * itself. (Mapped, row 2000 reads its last byte as 0, the rest of a
+	 * itself, each naming row 2000 as where the file ends; then before x. (Mapped, row 2000 reads its last byte as 0, the rest of a
 	 * page past the end as mappings do: the check after the batch, that
 	 * the file is as it was, is what catches a cut there.) */
 	struct dataset d;
 	EXPECT(dataset_open(&d, u8, 0, 1) == 0);
 	long cut = (long)d.x_at + 2000L * SD + SD - 1;
-	check_cut(&d, cut, 2900);
+	check_cut(&d, cut, 2900, 2000);
 	check_other_sigbus(&d, cut + 2 * 4096);
 	dataset_unmap(&d);
-	check_cut(&d, cut, 2900);
-	check_cut(&d, cut, 2000);
+	check_cut(&d, cut, 2900, 2000);
+	check_cut(&d, cut, 2000, 2000);
+	check_cut(&d, (long)d.x_at - 5, 1, -1); /* before x: nothing of it left */
 	dataset_free(&d);
 	free(x8), free(xf), free(y);
 	user_error_clear();
