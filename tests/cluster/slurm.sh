@@ -27,15 +27,7 @@ step=$(sed -n 's/.*stopped by signal at step \([0-9]*\).*/\1/p' "job-$job.out")
 [ -n "$step" ] && [ "$step" -lt $STEPS ] || { cat "job-$job.out"; fail "mtrain did not stop early on USR1"; }
 state() { on_node 1 scontrol show job "$job" | grep -q "JobState=$1"; }
 wait_for 30 state PENDING || fail "the requeued job is not pending"
-# Slurm holds a requeued job back (cred_expire); let it go now, a second
-# past the requeue so that its new credential is not from the same second
-# as the old one's revocation, and again while it still waits.
-sleep 2
-for _ in 1 2 3; do
-	state PENDING || break
-	on_node 1 scontrol update JobId="$job" StartTime=now
-	sleep 5
-done
+release_requeued "$job" on_node 1 scontrol
 wait_for 240 state COMPLETED || { cat "job-$job.out"; on_node 1 scontrol show job "$job"; slurm_logs; fail "the requeued job did not complete"; }
 grep -q "resumed from ck/ckpt-$(printf %08d "$step").h5 at step $step" "job-$job.out" ||
 	{ cat "job-$job.out"; fail "the requeued job did not resume from step $step"; }

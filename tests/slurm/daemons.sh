@@ -112,3 +112,19 @@ wait_for() {
 	for _ in $(seq "$n"); do "$@" && return 0; sleep 1; done
 	return 1
 }
+
+# release_requeued JOB SCONTROL...: lets a requeued JOB (PENDING) start now
+# instead of after the hold Slurm gives it, running scontrol as SCONTROL
+# says (e.g. "on_node 1 scontrol"). A second past the requeue first: a new
+# credential from the same second as the old one's revocation is refused
+# ("Job credential revoked", the job FAILED); and again while it still waits.
+release_requeued() {
+	local job=$1
+	shift
+	sleep 2
+	for _ in 1 2 3; do
+		"$@" show job "$job" | grep -q "JobState=PENDING" || break
+		"$@" update JobId="$job" StartTime=now
+		sleep 5
+	done
+}

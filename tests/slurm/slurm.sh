@@ -63,7 +63,7 @@ step=$(sed -n 's/.*stopped by signal at step \([0-9]*\).*/\1/p' job-"$job".out)
 completed() { scontrol show job "$job" | grep -q "JobState=COMPLETED"; }
 pending() { scontrol show job "$job" | grep -q "JobState=PENDING"; }
 wait_for 30 pending || fail "the requeued job is not pending"
-scontrol update JobId="$job" StartTime=now
+release_requeued "$job" scontrol
 wait_for 240 completed || { cat job-"$job".out; scontrol show job "$job"; fail "requeued job did not complete"; }
 cat job-"$job".out
 grep -q "resumed from ck/ckpt-$(printf %08d "$step").h5 at step $step" job-"$job".out ||
