@@ -146,6 +146,12 @@ static void cut_short(const struct dataset *d, long long at, size_t len, const c
 			 (st.st_size - first) / stride, name);
 }
 
+/* Where row (of the file) of x begins, x stored whole. */
+static long long x_offset(const struct dataset *d, long row)
+{
+	return d->x_at + (long long)row * d->dim * d->x_bytes;
+}
+
 /* Rows in a random order miss the cache (and the TLB) each: the rows this
  * many ahead are asked for while one is copied. */
 #define PREFETCH_ROWS 2
@@ -324,7 +330,7 @@ static int read_block(const struct dataset *d, long row, long count, float *x, i
 	size_t cells = (size_t)count * (size_t)d->dim;
 	uint8_t *raw = d->x_bytes == 1 ? (uint8_t *)x + 3 * cells : (uint8_t *)x;
 	size_t len = cells * (size_t)d->x_bytes;
-	long long x_at = d->x_at + (long long)row * d->dim * d->x_bytes;
+	long long x_at = x_offset(d, row);
 	int direct = d->map && d->x_bytes == 1; /* scaled from the page cache */
 	int rc = direct ? map_copy(d, x_at, x, len, 1, "x", row, count, why)
 		: d->x_at >= 0
@@ -375,11 +381,10 @@ int dataset_read_rows(const struct dataset *d, const uint32_t *idx, int rows, fl
 	}
 	if (unchanged(d, why))
 		return -1;
-	size_t row_bytes = (size_t)d->dim * (size_t)d->x_bytes;
 	for (int i = 0; i < rows; i++) {
 		if (d->map && i + PREFETCH_ROWS < rows)
-			prefetch(d->map + d->x_at + (long long)(d->first + (long)idx[i + PREFETCH_ROWS]) *
-				 (long long)row_bytes, row_bytes);
+			prefetch(d->map + x_offset(d, d->first + (long)idx[i + PREFETCH_ROWS]),
+				 (size_t)d->dim * (size_t)d->x_bytes);
 		if (read_block(d, d->first + (long)idx[i], 1, x + (size_t)i * (size_t)d->dim, y + i,
 			       why))
 			return -1;
