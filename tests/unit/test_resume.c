@@ -390,7 +390,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "test_resume: run it as one process\n");
 		comm_abort(&comm, 1);
 	}
-	struct fixture f;
+	struct fixture f = {0}; /* f.order NULL: save_step records "feistel-1" */
 	fixture_init(&f);
 	check_pick(&f);
 	check_must_fit(&f);
