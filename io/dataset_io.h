@@ -1,5 +1,6 @@
-/* What io/dataset.c (layout, loading, writing) and io/dataset_stream.c
- * (streamed reading) share; not for other modules. */
+/* What io/dataset.c (loading in a child), dataset_file.c (the file's
+ * layout and rows, read through HDF5), dataset_write.c and
+ * dataset_stream.c (streamed reading) share; not for other modules. */
 #pragma once
 #include "dataset.h"
 
@@ -14,6 +15,12 @@ static inline void dataset_scale_u8(const uint8_t *restrict bytes, size_t n, flo
 		x[j] = (float)bytes[j] * (1.0f / 255.0f);
 }
 
+/* A row {1, 1, D}: x stored as [N, D] (or as [N, 1, 1, D], the same). */
+static inline int dataset_row_is_flat(const int row[3])
+{
+	return row[0] == 1 && row[1] == 1;
+}
+
 /* Which of identity[] is which. */
 enum { ID_DEV, ID_INO, ID_SIZE, ID_MTIME };
 
@@ -21,6 +28,10 @@ enum { ID_DEV, ID_INO, ID_SIZE, ID_MTIME };
  * (sandbox.h), or with streamed its layout only (what dataset_open then
  * opens). 0, or -1 with a user_error. */
 int dataset_read_file(struct dataset *d, const char *path, int part, int parts, int streamed);
+/* The same in this process (the child's work): loads rows [part*N/parts,
+ * (part+1)*N/parts) of path into d, or with streamed reads its layout only.
+ * 0, or -1 with a user_error. */
+int dataset_read_here(struct dataset *d, const char *path, int part, int parts, int streamed);
 /* Value j of row's x as the file indexes it: "x[row, j]", or
  * "x[row, h, w, c]" for images. */
 void dataset_cell_text(const struct dataset *d, long row, int j, char *buf, size_t len);
