@@ -16,7 +16,7 @@
 #                            ~/.cache/mtrain/keras-venv: 1.6 GB, made once
 #                            per machine) and linked as build/keras-venv
 #   jobs/setup.sh --torch    also Debian's python3-torch, for the PyTorch
-#                            peer of jobs/bench.sh (jobs/bench_torch.py);
+#                            peer of bench/bench.sh (bench/bench_torch.py);
 #                            not in the default setup (CI time)
 #   MTRAIN_WERROR=ON jobs/setup.sh   warnings as errors (CI)
 #   MTRAIN_SANITIZE=ON jobs/setup.sh ASan + UBSan build (CPU only) into

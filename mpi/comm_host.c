@@ -130,7 +130,7 @@ static void a2a_reduce_scatter(struct comm *c, struct mpi_plane *p, float *buf, 
 }
 
 /* Shared memory when every rank is on this node (3 to 4 times faster than
- * MPI's collectives here: jobs/bench_collectives), else MPI's. */
+ * MPI's collectives here: bench/bench_collectives), else MPI's. */
 static int use_shm(struct comm *c, struct mpi_plane *p, size_t each)
 {
 	return c->local_size == c->size && shm_reserve(c, &p->shm, each) == 0;

@@ -1,7 +1,7 @@
 /* The MPI data plane's shared-memory staging of comm_shm.h: ZeRO-1's
  * reduce-scatter and all-gather through an anonymous file every rank of the
  * node maps, 3 to 4 times faster than MPI's collectives here
- * (jobs/bench_collectives), with the same sums. */
+ * (bench/bench_collectives), with the same sums. */
 #include "comm_shm.h"
 #include "check.h"
 #include "log.h"

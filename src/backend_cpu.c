@@ -358,7 +358,7 @@ void backend_cpu_pick_kernels(char **argv)
 /* 512 KiB of im2col windows a product: they stay in a core's L2 cache
  * between im2col writing them and sgemm packing them (ResNet-20's first
  * stage: one image's 784 windows of 144 values a product). Measured with
- * jobs/bench_layers on ResNet-20 (AMD EPYC, 1 MiB L2): 64K to 256K floats
+ * bench/bench_layers on ResNet-20 (AMD EPYC, 1 MiB L2): 64K to 256K floats
  * alike, 512K 15% slower, the whole batch 2.6x slower. */
 #define CPU_COLS_BUDGET (128 * 1024)
 

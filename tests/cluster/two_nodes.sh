@@ -19,7 +19,7 @@ ranks 4 "${RUN[@]}" --data train.h5 --steps 20 --ckpt-dir one >log1
 grep -qx "nodes 1: $(hostname) ranks 0 1 2 3" log1 || { cat log1; fail "one node's placement"; }
 same_ckpt one/ckpt-00000020.h5 two/ckpt-00000020.h5 1e-5
 # ZeRO-1 across nodes: --zero auto keeps it off (MPI's reduce-scatter and
-# all-gather cost 1.2-1.8 times its all-reduce here: jobs/bench_collectives);
+# all-gather cost 1.2-1.8 times its all-reduce here: bench/bench_collectives);
 # --zero 1 takes MPI's, and trains the same run.
 grep -q "^zero 0: " log || { cat log; fail "--zero auto sharded across nodes"; }
 cl_mpirun node1:2,node2:2 "${RUN[@]}" --data train.h5 --steps 20 --zero 1 --ckpt-dir zero >log 2>err ||

@@ -9,7 +9,7 @@
 # and the interval that minimises it, T* = sqrt(2 C M / N).
 # Prints a table of that fraction over MTBFs and intervals.
 #
-# usage: jobs/failure_cost.sh
+# usage: bench/failure_cost.sh
 # environment: NODES (default 128: 1,024 ranks at 8 a node), RESTART_S
 #   (default 5.9: cluster.elastic's kill to the restarted job's tenth step,
 #   README: Elastic restarts), CKPT_S (seconds a checkpoint costs the

@@ -10,15 +10,15 @@
 #   resnet: jobs/fmnist-resnet.conf's ResNet-20 the same way (its model and
 #        input shape; Adam and batch 128 as the others, for the peer);
 #        mlp, cnn and resnet each against the same model in PyTorch on this
-#        machine (jobs/bench_torch.py, when a python3 here imports torch;
+#        machine (bench/bench_torch.py, when a python3 here imports torch;
 #        that row is skipped otherwise).
 #   data: the streamed reader against the previous release's in-memory
-#        loader, built side by side (jobs/bench_data.sh, which says more).
+#        loader, built side by side (bench/bench_data.sh, which says more).
 # Builds nothing but data's baseline. Which OpenBLAS kernels ran
 # (OPENBLAS_CORETYPE) is printed.
 #
-# usage: jobs/bench.sh [BUILD_DIR]      (default ./build, holding mtrain,
-#                                        jobs/bench_sgemm and jobs/bench_layers)
+# usage: bench/bench.sh [BUILD_DIR]      (default ./build, holding mtrain,
+#                                        bench/bench_sgemm and bench/bench_layers)
 # environment: BENCH_MODELS ("mlp cnn resnet data" by default; any of them),
 #   BENCH_STEPS (MLP steps a run, default 1404), BENCH_REPEATS (MLP, default 5),
 #   BENCH_CNN_MODEL (default the CNN below), BENCH_CNN_INPUT_SHAPE (28,28,1),
@@ -34,8 +34,8 @@ set -euo pipefail
 
 BUILD=${1:-build}
 MTRAIN=$BUILD/mtrain
-SGEMM=$BUILD/jobs/bench_sgemm
-LAYERS=$BUILD/jobs/bench_layers
+SGEMM=$BUILD/bench/bench_sgemm
+LAYERS=$BUILD/bench/bench_layers
 TORCH_PEER=$(dirname "$0")/bench_torch.py
 MODELS=${BENCH_MODELS:-mlp cnn resnet data}
 CNN_MODEL=${BENCH_CNN_MODEL:-conv2d:32:3,batchnorm,relu,maxpool2d:2,conv2d:64:3,batchnorm,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense}
@@ -44,7 +44,7 @@ CNN_SHAPE=${BENCH_CNN_INPUT_SHAPE:-28,28,1}
 CNN_STEPS=${BENCH_CNN_STEPS:-60}
 CNN_REPEATS=${BENCH_CNN_REPEATS:-3}
 # The preset's model, its lines joined: ~8 s a run of 30 steps on 1 rank.
-RESNET_MODEL=$(sed -n '/^model *=/,/^[a-z-]* *=/p' "$(dirname "$0")/fmnist-resnet.conf" |
+RESNET_MODEL=$(sed -n '/^model *=/,/^[a-z-]* *=/p' "$(dirname "$0")/../jobs/fmnist-resnet.conf" |
 	sed '$d' | sed 's/^model *= *//; s/#.*//' | tr -d ' \t\n')
 RESNET_STEPS=${BENCH_RESNET_STEPS:-30}
 RESNET_REPEATS=${BENCH_RESNET_REPEATS:-3}
@@ -233,7 +233,7 @@ if [ "${BENCH_TORCH:-1}" != 0 ]; then
 	done
 fi
 
-# torch_peer KIND: jobs/bench_torch.py KIND (1 and 2 threads), checked;
+# torch_peer KIND: bench/bench_torch.py KIND (1 and 2 threads), checked;
 # prints its figures and mtrain's 2-rank samples/s (SPS[2]) against the
 # better of them. Skips, saying so, when no python3 here has torch.
 torch_peer() {
@@ -250,7 +250,7 @@ torch_peer() {
 	# The CNN's peer has batch norm after each conv when the model string does.
 	[ "$kind" = cnn ] && [[ ,$CNN_MODEL, == *,batchnorm,* ]] && extra=(--batchnorm)
 	local what="same layers"
-	[ "$kind" = resnet ] && what="jobs/resnet_torch.py's ResNet-20"
+	[ "$kind" = resnet ] && what="bench/resnet_torch.py's ResNet-20"
 	# Twice: glibc's malloc as it comes, and with its mmap threshold at the
 	# most glibc allows (32 MiB) and no trimming, so that a step's large
 	# tensors reuse the heap instead of faulting in fresh pages each time.
@@ -271,7 +271,7 @@ torch_peer() {
 		done
 		ver=$(awk '$2 == "version" {print $3; exit}' "$out")
 	done
-	echo "PyTorch $ver peer (jobs/bench_torch.py $kind${extra:+ ${extra[*]}}: $what, Adam, batch 128, EMA each step, synthetic data, one process), samples/s:"
+	echo "PyTorch $ver peer (bench/bench_torch.py $kind${extra:+ ${extra[*]}}: $what, Adam, batch 128, EMA each step, synthetic data, one process), samples/s:"
 	printf "  glibc malloc as it comes: 1 thread %8.0f   2 threads %8.0f\n" "${row[0]}" "${row[1]}"
 	printf "  %s:\n  %26s 1 thread %8.0f   2 threads %8.0f\n" "${fast_malloc[*]}" "" "${row[2]}" "${row[3]}"
 	awk -v m2="${SPS[2]}" -v best="$best" 'BEGIN {
@@ -365,5 +365,5 @@ echo "bench: $(($(date +%s) - START)) s; load average (1 min) $LOAD0 at the star
 
 if has data; then
 	echo
-	"$(dirname "$0")/bench_data.sh" "$BUILD" || fail "jobs/bench_data.sh failed"
+	"$(dirname "$0")/bench_data.sh" "$BUILD" || fail "bench/bench_data.sh failed"
 fi

@@ -8,7 +8,7 @@
 # Gb/s shaper would not bind, and its kernel has no netem to add delay:
 # the latency is the emulated link's own), this
 #   1. times MPI's ring all-reduce between 2 nodes (one rank each) for
-#      messages of 1 KiB to 16 MiB (jobs/bench_collectives), and fits the
+#      messages of 1 KiB to 16 MiB (bench/bench_collectives), and fits the
 #      ring's t(p) = 2 (p-1) a + 2 (p-1)/p n / b at p = 2 (n bytes: two
 #      latencies, the message once over the link): the bandwidth b from the
 #      two largest messages' difference, the latency a from the smallest;
@@ -35,7 +35,7 @@
 #                      + all-gather move what one all-reduce moves)
 # Prints the tables docs/scaling.md shows. Needs root (namespaces, tc) and
 # a build (BUILD_DIR, default ./build). About 6 minutes on 2 cores.
-#   jobs/scaling.sh [BUILD_DIR]
+#   bench/scaling.sh [BUILD_DIR]
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 export MTRAIN_BUILD=$BUILD
@@ -51,7 +51,7 @@ export OMPI_MCA_mpi_yield_when_idle=1
 # 3 ranks moved twice the ring's bytes here (16 MiB: 296 ms, ring 210 ms).
 export OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
 . "$REPO/tests/cluster/lib.sh"
-for p in "$MTRAIN" "$BUILD/jobs/bench_collectives"; do
+for p in "$MTRAIN" "$BUILD/bench/bench_collectives"; do
 	[ -x "$p" ] || fail "$p missing: build first"
 done
 DATA=$REPO/data
@@ -69,7 +69,7 @@ echo "scaling study: $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')); l
 # 1, 2: all-reduce times between nodes.
 collectives() {
 	local hosts=$1 out=$2
-	CL_TIMEOUT=600 cl_mpirun_program "$hosts" "$BUILD/jobs/bench_collectives" "${SIZES[@]}" >"$out" 2>&1 ||
+	CL_TIMEOUT=600 cl_mpirun_program "$hosts" "$BUILD/bench/bench_collectives" "${SIZES[@]}" >"$out" 2>&1 ||
 		{ cat "$out" >&2; fail "bench_collectives on $hosts"; }
 	[ "$(grep -c 'sums ok$' "$out")" = ${#SIZES[@]} ] || { cat "$out" >&2; fail "bench_collectives: wrong sums"; }
 }

@@ -3,7 +3,7 @@
 same model, recipe and epochs on Fashion-MNIST, for setting its test accuracy
 (raw and EMA) side by side with mtrain's.
 
-usage: jobs/resnet_torch.py [--conf jobs/fmnist-resnet.conf] [--epochs N]
+usage: bench/resnet_torch.py [--conf jobs/fmnist-resnet.conf] [--epochs N]
                             [--threads 2] [--seed 42] [--ranks 1] [--steps N]
   --epochs: default the preset's (epochs = 30)
   --ranks R: batch norm as mtrain's with R ranks (no --sync-bn): each slice
@@ -97,7 +97,7 @@ def parse_args():
 
 if __name__ == "__main__":
     ARGS = parse_args()
-    # Sized before torch loads, as jobs/bench_torch.py does.
+    # Sized before torch loads, as bench/bench_torch.py does.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(ARGS.threads)
 

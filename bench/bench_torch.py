@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """PyTorch peer of mtrain's benchmark: the same model and training step on the
 CPU, its steady-state samples/s with 1 and with 2 intra-op threads, printed
-one line per thread count for jobs/bench.sh to set mtrain against.
+one line per thread count for bench/bench.sh to set mtrain against.
 
-usage: jobs/bench_torch.py cnn|mlp|resnet [--batchnorm] [--threads 1,2] [--batch 128]
+usage: bench/bench_torch.py cnn|mlp|resnet [--batchnorm] [--threads 1,2] [--batch 128]
                            [--steps N] [--repeats R] [--warmup W]
   cnn: conv 32 3x3 same, relu, maxpool 2, conv 64 3x3 same, relu, maxpool 2,
        flatten, dense 128, relu, dropout 0.3, dense 10  (input 1x28x28);
        --batchnorm: batch norm after each conv (conv, batchnorm, relu, as
        mtrain's "conv2d:32:3,batchnorm,relu,...")
   mlp: 784-256-256-10 relu
-  resnet: jobs/fmnist-resnet.conf's ResNet-20 (jobs/resnet_torch.py's model:
+  resnet: jobs/fmnist-resnet.conf's ResNet-20 (bench/resnet_torch.py's model:
        TF padding, Keras batch norm and initialisers)
 Each step as mtrain's: forward, softmax cross-entropy (mean over the batch),
 backward, Adam (lr 1e-3, Keras' epsilon 1e-7), then the EMA of the weights,

@@ -1,6 +1,6 @@
 /* bench_layers: where one training step of a --model goes, layer by layer,
  * on the CPU backend, set against OpenBLAS sgemm alone doing the same matrix
- * products in the same run (the baseline jobs/bench.sh prints beside it).
+ * products in the same run (the baseline bench/bench.sh prints beside it).
  *
  * usage: bench_layers [--model LAYERS] [--input-shape H,W,C] [--classes C]
  *                     [--rows R[,R...]] [--reps N]

@@ -7,7 +7,7 @@
  * Median of 5 trials; each trial repeats the call for about 0.2 s. Checks
  * the sums of each way's first call, value by value (values that depend on
  * their place: a piece put in the wrong place shows). One line per size:
- *   mpirun -np 2 build/jobs/bench_collectives [FLOATS ...] */
+ *   mpirun -np 2 build/bench/bench_collectives [FLOATS ...] */
 #include "bench_gemm.h"
 #include "comm.h"
 #include "params.h"

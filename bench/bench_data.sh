@@ -12,13 +12,13 @@
 # including any wait for the reader) and its wait for the reader alone, as
 # shares of the step. Then this build cold (the training file's page cache
 # dropped with posix_fadvise before the run), and the reader alone
-# (jobs/bench_reader: rows/s with nothing else running, warm and cold; the
+# (bench/bench_reader: rows/s with nothing else running, warm and cold; the
 # default job's file mapped, as a file of at most 256 MiB is read, and with
 # one pread a row, as a larger one is).
-# jobs/bench.sh runs this as its "data" part (BENCH_MODELS); it runs alone
+# bench/bench.sh runs this as its "data" part (BENCH_MODELS); it runs alone
 # too.
 #
-# usage: jobs/bench_data.sh [BUILD_DIR]     (default ./build: mtrain, jobs/bench_reader)
+# usage: bench/bench_data.sh [BUILD_DIR]     (default ./build: mtrain, bench/bench_reader)
 # environment: BENCH_BASELINE (default 2f85fc0: the last commit with the
 #   in-memory loader), BENCH_DATA_REPEATS (default 5), BENCH_STEPS (MLP steps
 #   a run, default 1404), BENCH_CNN_STEPS (default 200), MTRAIN_DATA_DIR.
@@ -29,7 +29,7 @@ set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MTRAIN=$BUILD/mtrain
-READER=$BUILD/jobs/bench_reader
+READER=$BUILD/bench/bench_reader
 REF=${BENCH_BASELINE:-2f85fc0}
 REPEATS=${BENCH_DATA_REPEATS:-5}
 STEPS=${BENCH_STEPS:-1404}
@@ -130,7 +130,7 @@ reader() {
 	out=$("$READER" "$TRAIN" --ranks 2 "$@") || fail "bench_reader $* failed"
 	awk '{print $7}' <<<"$out"
 }
-echo "reader alone (jobs/bench_reader, rank 0 of 2, 400 batches), rows/s:"
+echo "reader alone (bench/bench_reader, rank 0 of 2, 400 batches), rows/s:"
 printf '  default job (64 rows a batch):        warm %8.0f   cold %8.0f   (the file mapped)\n' \
 	"$(reader --batches 400)" "$(reader --batches 400 --cold)"
 printf '  the same, one pread a row:             warm %8.0f   cold %8.0f   (as a file over 256 MiB)\n' \

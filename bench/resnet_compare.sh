@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ResNet-20 on Fashion-MNIST side by side: jobs/fmnist-resnet.conf's recipe
 # cut to EPOCHS epochs, trained by mtrain on 2 ranks and by its PyTorch peer
-# (jobs/resnet_torch.py: the same model, initialisers, batch norm, recipe
+# (bench/resnet_torch.py: the same model, initialisers, batch norm, recipe
 # and augmentation, batch norm per half batch as 2 ranks have it) with 2
 # threads, one after the other, for each seed; prints both test accuracies
 # (raw and EMA) and minutes per seed, their means over the seeds, and
@@ -9,7 +9,7 @@
 # difference is mostly the seed (about 0.3% either way at 5 epochs): the
 # verdict is on the mean.
 #
-# usage: jobs/resnet_compare.sh [EPOCHS]     (default 5; the build in ./build)
+# usage: bench/resnet_compare.sh [EPOCHS]     (default 5; the build in ./build)
 # environment: SEEDS (default "42 1 7": the preset's and two more; each
 #   about 19 minutes at 5 epochs on 2 cores; both trainers take it),
 #   PYTHON (the python3 that has torch; default: the first of python3 and
@@ -50,7 +50,7 @@ for seed in $SEEDS; do
 		--seed "$seed" --ckpt-dir "$WORK/ck-$seed" --resume never >"$WORK/mtrain.log" 2>&1 ||
 		{ tail -20 "$WORK/mtrain.log" >&2; fail "mtrain (seed $seed) exited with status $?"; }
 	t1=$(date +%s)
-	"$PY" "$ROOT/jobs/resnet_torch.py" --epochs "$EPOCHS" --seed "$seed" --threads 2 --ranks 2 \
+	"$PY" "$ROOT/bench/resnet_torch.py" --epochs "$EPOCHS" --seed "$seed" --threads 2 --ranks 2 \
 		>"$WORK/torch.log" 2>&1 ||
 		{ tail -20 "$WORK/torch.log" >&2; fail "resnet_torch.py (seed $seed) failed"; }
 	t2=$(date +%s)

@@ -2,7 +2,7 @@
  * thread of src/loader.c: rows read from the file in the epoch's order,
  * checked, augmented) stages batches when nothing else runs, warm or with
  * the file's page cache dropped first (posix_fadvise DONTNEED, as
- * jobs/bench.sh does before a cold run).
+ * bench/bench.sh does before a cold run).
  *
  * usage: bench_reader FILE [--batch B] [--ranks N] [--batches K]
  *                          [--augment LIST] [--input-shape H,W,C] [--cold]

@@ -1,6 +1,6 @@
 /* bench_sgemm: this machine's own single-thread OpenBLAS sgemm rate for the
  * matrix products of one training step of the default model, the baseline
- * jobs/bench.sh sets mtrain's achieved GFLOP/s against.
+ * bench/bench.sh sets mtrain's achieved GFLOP/s against.
  *
  * usage: bench_sgemm ROWS [REPS TRIALS]   (ROWS: rows per rank, e.g. 64)
  * prints: sgemm rows 64 gflops 105.3 min 101.2 max 106.0 mflop_step 77.5
