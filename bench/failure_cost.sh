@@ -12,7 +12,7 @@
 # usage: bench/failure_cost.sh
 # environment: NODES (default 128: 1,024 ranks at 8 a node), RESTART_S
 #   (default 5.9: cluster.elastic's kill to the restarted job's tenth step,
-#   README: Elastic restarts), CKPT_S (seconds a checkpoint costs the
+#   docs/clusters.md), CKPT_S (seconds a checkpoint costs the
 #   step, default 10), MTBF_YEARS (a node's, default "0.5 1 3"),
 #   INTERVALS_MIN (default "5 15 30 60")
 set -euo pipefail

@@ -8,7 +8,7 @@
 #
 # MTRAIN_SANITIZE=ON tests/run.sh -L '^(unit|mpi|io|cli|e2e|keras)$' runs them on
 # the ASan + UBSan build (./build-asan, CPU only) instead: any finding fails
-# its test. README's "The two commands" lists the labels.
+# its test. docs/tests.md lists the labels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MTRAIN_WERROR=ON jobs/setup.sh --tests

@@ -55,7 +55,7 @@ pass "node2 killed: the job ended in $took s naming node2; resumed from $newest 
 
 # node2 off the network: rank 0 names itself, the collective and rank 1
 # after --comm-timeout, and the ranks on node1 end. mpirun itself then waits
-# for node2's unreachable daemon (README), so the test ends it. No keepalives
+# for node2's unreachable daemon (docs/clusters.md), so the test ends it. No keepalives
 # on mpirun's links: with them (5 + 3 x 2 s) ORTE sometimes gave up on node2
 # first and ended the job before rank 0 said anything, and once mpirun had
 # sent node2 the abort, TCP retransmitted for minutes whatever they were.

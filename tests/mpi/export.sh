@@ -1,7 +1,7 @@
 # mtrain export: the safetensors package reads every model weight bitwise as
 # the checkpoint holds it (read with h5py), raw and EMA; the metadata holds
 # the step and config; the EMA export, loaded into torch.nn.Sequential as
-# the README shows, evaluates to what `mtrain eval --weights ema` prints on
+# docs/checkpoints.md shows, evaluates to what `mtrain eval --weights ema` prints on
 # the default MLP and Fashion-MNIST; bad input is one line, exit 2, no file.
 . "$(dirname "$0")/lib.sh"
 need_python safetensors torch h5py numpy
@@ -39,7 +39,7 @@ with safe_open(raw_path, "np") as s:
     meta = s.metadata()
 assert meta["global_step"] == "150" and meta["weights"] == "raw", meta
 assert "optimizer = adam" in meta["config"], meta["config"][:200]
-# The README's recipe: Keras kernels are [in, out], torch.nn.Linear's [out, in].
+# docs/checkpoints.md's recipe: Keras kernels are [in, out], torch.nn.Linear's [out, in].
 from safetensors.torch import load_file as load_torch
 w = load_torch(ema_path)
 net = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),

@@ -15,8 +15,8 @@ shadow and serve both), and a summary of the rebuild on stderr.
 
 The model comes from the checkpoint's root attribute `config` (its `model =`
 line, or `layers =` and `activation =` for the MLP shorthand, and
-`input-shape =`), parsed here by a parser of mtrain's grammar (README:
-Models; src/layer_spec.c), and its variables are looked up by the names
+`input-shape =`), parsed here by a parser of mtrain's grammar (docs/models.md;
+src/layer_spec.c), and its variables are looked up by the names
 Keras gives the layers of a functional model written in that order (each
 kind counted in list order, a block's main path before its shortcut: dense,
 dense_1, conv2d, batch_normalization, ...). Nothing is taken from the order
