@@ -1,6 +1,6 @@
 /* HDF5 data files of dataset.h: loaded in a child process (sandbox.h;
- * what the child does is dataset_file.c), rows gathered from memory, and
- * what a streamed set holds closed. */
+ * what the child does, and what a data set holds freed, is dataset_file.c)
+ * and rows gathered from memory. */
 #include "dataset.h"
 #include "dataset_io.h"
 #include "sandbox.h"
@@ -8,14 +8,10 @@
 #include "log.h"
 #include "shape.h"
 
-#include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* dataset_load in a child process (sandbox.h). */
 struct load_args {
@@ -133,49 +129,6 @@ void dataset_row_text(const struct dataset *d, char *buf, size_t len)
 		shape_text(1, &row[2], buf, len);
 	else
 		shape_text(3, row, buf, len);
-}
-
-void dataset_identity(const struct stat *st, long long id[4])
-{
-	id[ID_DEV] = (long long)st->st_dev;
-	id[ID_INO] = (long long)st->st_ino;
-	id[ID_SIZE] = (long long)st->st_size;
-	id[ID_MTIME] = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-}
-
-void dataset_unmap(struct dataset *d)
-{
-	if (d->map)
-		munmap((void *)d->map, d->map_len);
-	d->map = NULL;
-	d->map_len = 0;
-}
-
-/* Closes what dataset_open opened: the file, its mapping, and HDF5's
- * handles of it. */
-static void close_stream(struct dataset *d)
-{
-	if (d->fd >= 0)
-		close(d->fd);
-	dataset_unmap(d);
-	for (int i = H5_Y; i >= H5_FILE; i--)
-		if (d->h5[i] > 0)
-			(i == H5_FILE ? H5Fclose : H5Dclose)(d->h5[i]);
-	d->fd = -1;
-	memset(d->h5, 0, sizeof(d->h5));
-	d->streamed = 0;
-}
-
-void dataset_free(struct dataset *d)
-{
-	if (d->streamed)
-		close_stream(d);
-	free(d->x8);
-	free(d->xf);
-	free(d->y);
-	d->x8 = NULL;
-	d->xf = NULL;
-	d->y = NULL;
 }
 
 static void copy_row(const struct dataset *d, long row, float *x)
