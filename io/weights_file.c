@@ -23,19 +23,6 @@
 const char *const weights_kind_names[] = {"an mtrain checkpoint", "safetensors", "a .keras model",
 					  "a Keras .weights.h5"};
 
-struct ckpt_var *weights_add_tensor(struct tensors *t)
-{
-	if (t->n == t->cap) {
-		t->cap = t->cap ? 2 * t->cap : 32;
-		struct ckpt_var *grown = realloc(t->v, sizeof(*t->v) * (size_t)(t->cap + 1));
-		ALLOC_CHECK(grown);
-		t->v = grown;
-	}
-	struct ckpt_var *v = &t->v[t->n++];
-	memset(v, 0, sizeof(*v));
-	return v;
-}
-
 int weights_read_here(const char *path, enum weights_kind *kind, struct ckpt_var **vars, int *n)
 {
 	static const unsigned char hdf5_sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};

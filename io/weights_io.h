@@ -6,8 +6,11 @@
 #include <hdf5.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 
+#include "check.h"
 #include "ckpt_format.h"
 
 #define WEIGHTS_CELLS_MAX ((size_t)1 << 34) /* values of one tensor, at most */
@@ -20,7 +23,18 @@ struct tensors {
 	int n, cap;
 };
 /* A new zeroed entry at the end of t. */
-struct ckpt_var *weights_add_tensor(struct tensors *t);
+static inline struct ckpt_var *weights_add_tensor(struct tensors *t)
+{
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 32;
+		struct ckpt_var *grown = realloc(t->v, sizeof(*t->v) * (size_t)(t->cap + 1));
+		ALLOC_CHECK(grown);
+		t->v = grown;
+	}
+	struct ckpt_var *v = &t->v[t->n++];
+	memset(v, 0, sizeof(*v));
+	return v;
+}
 
 /* Every tensor of the safetensors file open as fd (size bytes) into t,
  * each as float32. 0, or -1 with a user_error naming path. */

@@ -1,7 +1,6 @@
 /* safetensors files read into float32 tensors (F32, F64, F16, BF16):
  * the header's JSON by jansson, each tensor's bytes checked to tile the
  * data exactly, as the format requires. */
-#include "weights_file.h"
 #include "weights_io.h"
 #include "check.h"
 #include "log.h"
