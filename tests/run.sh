@@ -6,7 +6,7 @@
 # saying why; MTRAIN_NO_SKIP=1 (CI: .ci/run) makes that a failure.
 # Extra arguments go to ctest, e.g. tests/run.sh -L unit.
 #
-# MTRAIN_SANITIZE=ON tests/run.sh -L '^(unit|mpi|io|cli|e2e|keras)$' runs them on
+# MTRAIN_SANITIZE=ON tests/run.sh -L '^(unit|mpi|io|cli|e2e|reliability|keras)$' runs them on
 # the ASan + UBSan build (./build-asan, CPU only) instead: any finding fails
 # its test. docs/tests.md lists the labels.
 set -euo pipefail
