@@ -105,5 +105,10 @@ int config_diff(const char *a, const char *b, unsigned skip, char *line_a, char 
 		size_t len);
 /* Prints the option reference for --help. */
 void config_print_help(FILE *f);
+/* f as a user writes it: the shortest decimal that the option parser reads
+ * back (strtod, then float) as f bitwise, e.g. "0.001" (not 0.00100000005),
+ * "0.0003", "300", "1e-8", "3.4028235e38"; into buf (32 bytes hold any);
+ * returns buf. --help's defaults and the stored text write floats so. */
+const char *config_float_text(float f, char *buf, size_t len);
 /* "256,256" for the hidden widths. */
 void config_hidden_text(const struct config *cfg, char *buf, size_t len);

@@ -3,6 +3,7 @@
 #include "check.h"
 #include "options.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,33 @@ void config_hidden_text(const struct config *cfg, char *buf, size_t len)
 	buf[0] = 0;
 	for (int i = 0; i < cfg->n_hidden && used < len; i++)
 		used += snprintf(buf + used, len - used, "%s%d", i ? "," : "", cfg->hidden[i]);
+}
+
+const char *config_float_text(float f, char *buf, size_t len)
+{
+	char e[32];
+	int digits = 1;
+	if (!isfinite(f) || f == 0.0f) {
+		snprintf(buf, len, "%g", (double)f);
+		return buf;
+	}
+	/* Fewest significant digits first; FLT_DECIMAL_DIG (9) always reads
+	 * back. Read as set_option reads a value: strtod, then to float. */
+	for (;; digits++) {
+		snprintf(e, sizeof(e), "%.*e", digits - 1, (double)f);
+		if (digits == FLT_DECIMAL_DIG || (float)strtod(e, NULL) == f)
+			break;
+	}
+	char *mark = strchr(e, 'e');
+	int exp = atoi(mark + 1);
+	/* The same digits, rounded at the same place: written out from 1e-4 to
+	 * below 1e7 (as %g does), else with an exponent of no '+' or leading
+	 * zero ("1e-8", "3e38"). */
+	if (exp >= -4 && exp < 7)
+		snprintf(buf, len, "%.*f", digits - 1 > exp ? digits - 1 - exp : 0, (double)f);
+	else
+		snprintf(buf, len, "%.*se%d", (int)(mark - e), e, exp);
+	return buf;
 }
 
 static void write_value(const struct config *cfg, const struct option_def *o, FILE *f)
@@ -31,7 +59,7 @@ static void write_value(const struct config *cfg, const struct option_def *o, FI
 		if (o->per_optim && *(const float *)base < 0.0f)
 			fputs(OPT_OPTIM_DEFAULT, f);
 		else
-			fprintf(f, "%.9g", *(const float *)base);
+			fputs(config_float_text(*(const float *)base, buf, sizeof(buf)), f);
 		break;
 	}
 }
@@ -113,15 +141,17 @@ static double resolved_value(const char *text, const char *line, const char *key
 }
 
 /* Whether lines a (of text ta) and b (of tb), both for key, say the same:
- * equal, or 'default' and the value it stands for (a checkpoint written
- * before --beta1 took 'default' says "beta1 = 0.899999976"). */
+ * equal, or for a number the same float ("lr = 0.00100000005", as mtrain
+ * wrote it before config_float_text, and "lr = 0.001"; 'default' and the
+ * value it stands for: a checkpoint written before --beta1 took 'default'
+ * says "beta1 = 0.899999976"). */
 static int same_line(const char *ta, const char *a, const char *tb, const char *b,
 		     const char *key)
 {
 	const struct option_def *o = config_find_option(key);
 	if (!strcmp(a, b))
 		return 1;
-	return o && o->per_optim &&
+	return o && o->type == T_FLOAT &&
 	       (float)resolved_value(ta, a, key) == (float)resolved_value(tb, b, key);
 }
 
@@ -194,11 +224,12 @@ static void print_optim_defaults(FILE *f, enum optim_hp_id which)
 			common = optim_defaults[i][which];
 		}
 	}
-	fprintf(f, " [default: %g", common);
+	char buf[32];
+	fprintf(f, " [default: %s", config_float_text(common, buf, sizeof(buf)));
 	for (int i = 0, first = 1; optim_names[i]; i++)
 		if (optim_defaults[i][which] != common) {
-			fprintf(f, "%s %s %g", first ? ";" : ",", optim_names[i],
-				optim_defaults[i][which]);
+			fprintf(f, "%s %s %s", first ? ";" : ",", optim_names[i],
+				config_float_text(optim_defaults[i][which], buf, sizeof(buf)));
 			first = 0;
 		}
 	fputc(']', f);

@@ -7,6 +7,9 @@ for flag in data eval-data layers activation optimizer lr batch epochs steps see
 	ema-num-updates ema-sync-every ckpt-dir ckpt-every keep resume log-every metrics device config; do
 	grep -q -- "--$flag " help.txt || fail "--help does not document --$flag"
 done
+# Defaults as a user writes them: the shortest text of the float (not 0.00100000005).
+grep -Eq -- '^  --lr X +peak learning rate \[default: 0\.001\]$' help.txt ||
+	{ grep -- '--lr ' help.txt; fail "--help: --lr's default is not written 0.001"; }
 "$MTRAIN" --version | grep -Eq '^mtrain [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
 # --help pictures the model the options describe, as Keras' summary does:
 # ResNet-20's projection shortcut indented in its block, taking the block's
