@@ -1,6 +1,7 @@
 /* The name lists of kinds.h and their look-ups. */
 #include "kinds.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,4 +40,57 @@ const char *kind_choices(const char *const *names, char *buf, size_t len)
 	for (int i = 0; names[i] && used < len; i++)
 		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "|" : "", names[i]);
 	return buf;
+}
+
+/* Edit distance (Levenshtein), for "did you mean"; 99 past 63 characters. */
+static int edit_distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	if (la > 63 || lb > 63)
+		return 99;
+	int d[64][64];
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++)
+		for (int j = 1; j <= lb; j++) {
+			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+	return d[la][lb];
+}
+
+void kind_near_start(struct kind_near *k, const char *word)
+{
+	int n = 0;
+	memset(k, 0, sizeof(*k));
+	for (; word[n] && n < (int)sizeof(k->word) - 1; n++)
+		k->word[n] = word[n] == '_' ? '-' : (char)tolower((unsigned char)word[n]);
+	k->word[n] = 0;
+	k->len = n;
+	k->best_d = n / 2 < 3 ? n / 2 + 1 : 4;
+}
+
+void kind_near_offer(struct kind_near *k, const char *name, const char *answer)
+{
+	int d = edit_distance(k->word, name);
+	size_t ln = strlen(name);
+	if (d < k->best_d) {
+		k->best_d = d;
+		k->best = answer;
+	}
+	if (name != answer) /* an alias: by its edits only */
+		return;
+	if (!strncmp(k->word, name, ln) && k->word[ln] == '-' &&
+	    (!k->prefixed || ln > strlen(k->prefixed)))
+		k->prefixed = name;
+	if (k->len >= 2 && !strncmp(name, k->word, (size_t)k->len))
+		k->n_started++, k->started = name;
+}
+
+const char *kind_near_answer(const struct kind_near *k)
+{
+	return k->best ? k->best : k->prefixed ? k->prefixed : k->n_started == 1 ? k->started : NULL;
 }

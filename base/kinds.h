@@ -103,6 +103,30 @@ int kind_parse(const char *const *names, const char *word);
 const char *kind_name(const char *const *names, int i);
 /* "a|b|c" for help and error lines, in buf; returns buf. */
 const char *kind_choices(const char *const *names, char *buf, size_t len);
+
+/* The search for the name nearest a mistyped word, for "did you mean"
+ * (unknown flags and config keys, unknown --model layers): kind_near_start
+ * with the word, kind_near_offer for each candidate, then kind_near_answer.
+ * The word is compared in lower case with '_' as '-'. */
+struct kind_near {
+	char word[64];        /* the word as compared, e.g. "weight-decay" */
+	int len;              /* its length */
+	int best_d;           /* the edits of the nearest so far (at first, one
+			       * more than the word may be away) */
+	const char *best;     /* that candidate's answer, or NULL */
+	const char *prefixed; /* the longest name the word begins with, then '-' */
+	const char *started;  /* a name that begins with the word */
+	int n_started;        /* how many names begin with it */
+};
+void kind_near_start(struct kind_near *k, const char *word);
+/* Offers name, which means answer: a name (answer == name) or an alias of
+ * one (another spelling, e.g. "learning-rate" for "lr"). */
+void kind_near_offer(struct kind_near *k, const char *name, const char *answer);
+/* The answer of the name or alias within 3 edits and half the word's
+ * length (fewest edits; the first offered of those), else the longest name
+ * the word begins with followed by '-' ("zero-stage": zero), else the one
+ * name that begins with the word (of 2 characters or more); NULL when none. */
+const char *kind_near_answer(const struct kind_near *k);
 #ifdef __cplusplus
 }
 #endif

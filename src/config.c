@@ -83,26 +83,6 @@ const struct option_def options[] = {
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 const size_t n_options = N_OPTIONS;
 
-/* Edit distance, for "did you mean". */
-static int edit_distance(const char *a, const char *b)
-{
-	int la = (int)strlen(a), lb = (int)strlen(b);
-	if (la > 63 || lb > 63)
-		return 99;
-	int d[64][64];
-	for (int i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (int j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (int i = 1; i <= la; i++)
-		for (int j = 1; j <= lb; j++) {
-			int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-			d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-	return d[la][lb];
-}
-
 const struct option_def *config_find_option(const char *name)
 {
 	for (size_t i = 0; i < n_options; i++)
@@ -130,40 +110,17 @@ static const char *const aliases[][2] = {
 	{"lr-warmup-iters", "warmup"}, {"lr-warmup-steps", "warmup"}, {"lr-decay", "lr-gamma"},
 };
 
-/* The option name is closest to: an alias or option within 3 edits and
- * half name's length (an alias first), else the longest option that name begins with followed by
- * '-' ("zero-stage"), else the one option that begins with name; NULL when
- * none is. */
+/* The option nearest flag, by kind_near_answer's rules over the aliases
+ * (first) and the options; NULL when none is near. */
 static const char *closest_option(const char *flag)
 {
-	char name[64];
-	size_t n = 0;
-	for (; flag[n] && n < sizeof(name) - 1; n++)
-		name[n] = flag[n] == '_' ? '-' : (char)tolower((unsigned char)flag[n]);
-	name[n] = 0;
-	const char *best = NULL, *prefixed = NULL, *started = NULL;
-	int best_d = n / 2 < 3 ? (int)n / 2 + 1 : 4, n_started = 0;
-	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
-		int d = edit_distance(name, aliases[i][0]);
-		if (d < best_d) {
-			best_d = d;
-			best = aliases[i][1];
-		}
-	}
-	for (size_t i = 0; i < n_options; i++) {
-		const char *o = options[i].name;
-		size_t lo = strlen(o);
-		int d = edit_distance(name, o);
-		if (d < best_d) {
-			best_d = d;
-			best = o;
-		}
-		if (!strncmp(name, o, lo) && name[lo] == '-' && (!prefixed || lo > strlen(prefixed)))
-			prefixed = o;
-		if (n >= 2 && !strncmp(o, name, n))
-			n_started++, started = o;
-	}
-	return best ? best : prefixed ? prefixed : n_started == 1 ? started : NULL;
+	struct kind_near k;
+	kind_near_start(&k, flag);
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		kind_near_offer(&k, aliases[i][0], aliases[i][1]);
+	for (size_t i = 0; i < n_options; i++)
+		kind_near_offer(&k, options[i].name, options[i].name);
+	return kind_near_answer(&k);
 }
 
 static int unknown_option(const char *where, const char *prefix, const char *name)

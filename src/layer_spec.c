@@ -44,7 +44,18 @@ static int int_arg(const char *s, int hi, int *out)
 	return 0;
 }
 
-/* One layer's text (NUL-terminated, at most 63 bytes): 0, or -1 with why. */
+/* Other frameworks' words for these layers (Keras' classes, PyTorch's
+ * modules), for "did you mean"; compared as kind_near does. */
+static const char *const layer_aliases[][2] = {
+	{"linear", "dense"}, {"fc", "dense"}, {"maxpooling2d", "maxpool2d"},
+	{"averagepooling2d", "avgpool2d"}, {"globalaveragepooling2d", "globalavgpool"},
+	{"adaptiveavgpool2d", "globalavgpool"}, {"batchnormalization", "batchnorm"},
+	{"bn", "batchnorm"}, {"swish", "silu"},
+};
+
+/* One layer's text (NUL-terminated, at most 63 bytes; its colons become
+ * NULs, so text is then its kind's word): 0, or -1 with why (NULL: the
+ * word is no kind's). */
 static int parse_one(char *text, struct layer_spec *s, const char **why)
 {
 	char *arg[8] = {0};
@@ -58,7 +69,7 @@ static int parse_one(char *text, struct layer_spec *s, const char **why)
 	int kind = kind_parse(layer_names, arg[0]);
 	memset(s, 0, sizeof(*s));
 	if (kind < 0)
-		return *why = "a layer kind", -1;
+		return *why = NULL, -1;
 	s->kind = (enum layer_kind)kind;
 	int args = n - 1;
 	*why = layer_usage[kind];
@@ -130,6 +141,29 @@ static int emit(struct parser *ps, struct layer_spec s, const char *where)
 	return 0;
 }
 
+/* The user error of word, no kind's, written at start: the nearest kind
+ * and the words there are (an add is written as a block, not a word). */
+static int unknown_layer(const struct parser *ps, const char *word, const char *start)
+{
+	struct kind_near k;
+	char list[256] = "";
+	size_t used = 0;
+	kind_near_start(&k, word);
+	for (size_t i = 0; i < sizeof(layer_aliases) / sizeof(layer_aliases[0]); i++)
+		kind_near_offer(&k, layer_aliases[i][0], layer_aliases[i][1]);
+	for (int i = 0; layer_names[i]; i++)
+		if (i != LAYER_ADD) {
+			kind_near_offer(&k, layer_names[i], layer_names[i]);
+			if (used < sizeof(list))
+				used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+							 used ? ", " : "", layer_names[i]);
+		}
+	const char *near = kind_near_answer(&k);
+	return user_error("%s: unknown layer '%s' at character %d%s%s%s (layers: %s)", ps->what, word,
+			  at(ps, start), near ? "; did you mean '" : "", near ? near : "",
+			  near ? "'?" : "", list);
+}
+
 /* One layer's text, up to the next ',', '|', ']', ')' or space. */
 static int parse_layer(struct parser *ps)
 {
@@ -148,6 +182,8 @@ static int parse_layer(struct parser *ps)
 		text[len] = 0;
 		if (!parse_one(text, &s, &why)) /* an add is written as a block */
 			why = s.kind == LAYER_ADD ? layer_usage[LAYER_ADD] : NULL;
+		else if (!why)
+			return unknown_layer(ps, text, start);
 	}
 	if (why)
 		return user_error("%s: layer %d '%.*s' (character %d): expected %s", ps->what,

@@ -47,6 +47,9 @@ bad "--ema-decay: 1.5 is out of range" "${SMALL[@]}" --ema-decay 1.5
 bad "--activation: 'swish' is not one of relu|gelu|tanh" "${SMALL[@]}" --activation swish
 bad "--layers: '16,,x' is not a comma-separated list" "${SMALL[@]}" --layers 16,,x
 bad "--layers: '16,' ends in a comma" "${SMALL[@]}" --layers 16,
+# An unknown layer gets the nearest kind, as an unknown flag the nearest option.
+bad "--model: unknown layer 'conv2' at character 1; did you mean 'conv2d'? (layers: dense, conv2d, " \
+	"${SMALL[@]}" --model conv2:8:3,relu,flatten,dense
 bad "--steps: missing value" "${SMALL[@]}" --steps
 bad "unexpected argument 'oops'" "${SMALL[@]}" oops
 bad "nofile.h5: cannot open data file" "${SMALL[@]}" --data nofile.h5

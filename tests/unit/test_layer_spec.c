@@ -123,6 +123,30 @@ static void check_blocks(void)
 		     "batchnorm],relu),globalavgpool,dense", s, &n) == 0 && n == 3 + 27 * 7 + 2);
 }
 
+/* An unknown layer word: the nearest kind (as an unknown flag gets the
+ * nearest option), and the words there are, an add (a block) not one. */
+static void check_unknown(void)
+{
+	check_bad("conv2:32:3,relu,flatten,dense",
+		  "--model: unknown layer 'conv2' at character 1; did you mean 'conv2d'? (layers: "
+		  "dense, conv2d, maxpool2d, avgpool2d, globalavgpool, flatten, dropout, batchnorm, "
+		  "relu, gelu, tanh, silu)");
+	EXPECT(!strstr(user_error_text(), "add"));
+	check_bad("relu,conv:3", "--model: unknown layer 'conv' at character 6; did you mean "
+				 "'conv2d'? (layers: dense,");
+	check_bad("dense:8, Dense:4,dense", "unknown layer 'Dense' at character 10; did you mean "
+					     "'dense'?");
+	check_bad("conv2d:8:3,max_pool2d:2,flatten,dense", "unknown layer 'max_pool2d' at "
+							   "character 12; did you mean 'maxpool2d'?");
+	/* Keras' and PyTorch's names for the same layers. */
+	check_bad("Linear:8,relu,dense", "unknown layer 'Linear' at character 1; did you mean 'dense'?");
+	check_bad("conv2d:8:3,GlobalAveragePooling2D,dense", "did you mean 'globalavgpool'?");
+	/* Far from every kind: the list alone. */
+	check_bad("dense,zzzzzz,dense", "--model: unknown layer 'zzzzzz' at character 7 (layers: "
+					"dense, conv2d,");
+	EXPECT(!strstr(user_error_text(), "did you mean"));
+}
+
 int main(void)
 {
 	check_round_trip();
@@ -130,7 +154,7 @@ int main(void)
 	check_every_act();
 	check_bad("conv2d:32", "--model: layer 1 'conv2d:32' (character 1): expected "
 			       "conv2d:FILTERS:KERNEL[:STRIDE[:same|valid]]");
-	check_bad("relu,conv:3", "layer 2 'conv:3' (character 6): expected a layer kind");
+	check_unknown();
 	check_bad("dense:0", "expected dense[:UNITS]");
 	check_bad("dense:x", "expected dense[:UNITS]");
 	check_bad("dense:70000", "expected dense[:UNITS]");
