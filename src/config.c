@@ -31,7 +31,7 @@ const struct option_def options[] = {
 	OPT("layers", T_LIST, hidden, "256,256", 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
 	OPT_ENUM("activation", act, act_names, "relu", 0, "hidden activation"),
 	{"input-shape", T_STR, OFF(input_shape), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE, "the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: the data's, a flat row for x [N,D]", "H,W,C"},
-	{"model", T_STR, OFF(model), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: Models)", "LAYER,LAYER,..."},
+	{"model", T_STR, OFF(model), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE | OPT_NOT_EMPTY, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: Models)", "LAYER,LAYER,..."},
 	{"augment", T_STR, OFF(augment), NULL, 0, 0, NULL, OPTIM_HP_NONE, 0, "training rows' augmentation, in order: flip (mirror, p 1/2), crop:PAD (zero-pad, random crop back); images only; each row's choices a function of (seed, epoch, row) only; a resumed run may change it (named in a warning)", "LIST"},
 	OPT("read-ahead", T_INT, read_ahead, "4", 1, 1024, M, "batches the reader thread stages ahead of the step (each rank's memory: this many of its batches, whatever the data set's size)"),
 	OPT("verify-data", T_BOOL, verify_data, "off", 0, 1, M, "at start-up, read and check every training row and compare the whole set's digest across ranks (on|off); off: a seeded sample of rows, each row checked when first read"),
@@ -226,6 +226,15 @@ static int set_option(struct config *cfg, const struct option_def *o, const char
 	}
 }
 
+/* set_option for a value a user gave (a flag, a --config line). */
+static int set_given(struct config *cfg, const struct option_def *o, const char *v,
+		     const char *where)
+{
+	if ((o->flags & OPT_NOT_EMPTY) && !*v)
+		return user_error("%s: must not be empty (leave it out for the default)", where);
+	return set_option(cfg, o, v, where);
+}
+
 void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -263,7 +272,8 @@ static int config_line(const char **p, char *buf, size_t len, int *lineno, const
 	return 0;
 }
 
-int config_parse_text(struct config *cfg, const char *text, const char *where)
+/* config_parse_text; given: the text is a user's --config file (set_given). */
+static int parse_text(struct config *cfg, const char *text, const char *where, int given)
 {
 	int lineno = 0, set_at[N_OPTIONS] = {0}; /* the line that set each option */
 	const char *p = text;
@@ -314,10 +324,15 @@ int config_parse_text(struct config *cfg, const char *text, const char *where)
 					  set_at[o - options]);
 		set_at[o - options] = first;
 		snprintf(loc, sizeof(loc), "%s:%d: %.64s", where, first, o->name);
-		if (set_option(cfg, o, val, loc))
+		if (given ? set_given(cfg, o, val, loc) : set_option(cfg, o, val, loc))
 			return -1;
 	}
 	return 0;
+}
+
+int config_parse_text(struct config *cfg, const char *text, const char *where)
+{
+	return parse_text(cfg, text, where, 0);
 }
 
 /* Config files are a page of key = value lines: 1 MiB is far beyond one. */
@@ -338,7 +353,7 @@ static int load_config_file(struct config *cfg, const char *path)
 						    "file?", path, CONFIG_FILE_MAX)
 		 : strlen(text) != n   ? user_error("--config %s: holds a NUL byte at offset %zu; "
 						    "not a text file", path, strlen(text))
-				       : config_parse_text(cfg, text, path);
+				       : parse_text(cfg, text, path, 1);
 	free(text);
 	return rc;
 }
@@ -390,7 +405,7 @@ int config_parse_args(struct config *cfg, int argc, char **argv, int *help, int 
 		}
 		char where[160];
 		snprintf(where, sizeof(where), "--%s", name);
-		if (set_option(cfg, o, val, where))
+		if (set_given(cfg, o, val, where))
 			return -1;
 	}
 	return 0;

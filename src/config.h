@@ -75,8 +75,10 @@ void config_defaults(struct config *cfg);
  * set when those flags appear. */
 int config_parse_args(struct config *cfg, int argc, char **argv, int *help,
 		      int *version);
-/* Applies "key = value" lines from text; where names the source in errors
- * (e.g. "run.conf"). Returns 0 or -1 with a user_error recorded. */
+/* Applies "key = value" lines from text, as config_write writes them (a
+ * --config file is read so too, but may not give an OPT_NOT_EMPTY option
+ * ""); where names the source in errors (e.g. "run.conf"). Returns 0 or -1
+ * with a user_error recorded. */
 int config_parse_text(struct config *cfg, const char *text, const char *where);
 /* The steps --timeline records: first..last inclusive (last -1: to the end).
  * 0, or -1 when --timeline-steps is not "A:B" with 0 <= A <= B. */
@@ -95,6 +97,8 @@ enum {
 	OPT_MAY_CHANGE = 1, /* a resumed run may change it without a word */
 	OPT_SHAPE = 2,      /* shapes the model: ranks compare the registry instead */
 	OPT_NOT_STORED = 4, /* not part of the configuration text (--config) */
+	OPT_NOT_EMPTY = 8,  /* a flag or --config line may not give it "" (the
+			     * stored text writes "" for its default) */
 };
 /* Compares two config_write texts key by key, skipping the options with a
  * flag of skip (OPT_*; 0 skips none). Returns 0 when equal; else 1 with the

@@ -11,6 +11,7 @@ echo "not hdf5" >text.h5
 printf 'lr = 0.01\nlerning_rate = 3\n' >typo.conf
 printf 'batch 14\n' >noeq.conf
 printf 'lr = 0.01\nbatch = 14\nlr = 0.5\n' >twice.conf
+printf 'lr = 0.01\nmodel =\n' >nomodel.conf
 printf 'lr = 0.01\n\0batch = 3\n' >nul.conf
 head -c 1100000 /dev/zero | tr '\0' '#' >huge.conf
 # A checkpoint of another model, and a corrupt one.
@@ -50,6 +51,9 @@ bad "--layers: '16,' ends in a comma" "${SMALL[@]}" --layers 16,
 # An unknown layer gets the nearest kind, as an unknown flag the nearest option.
 bad "--model: unknown layer 'conv2' at character 1; did you mean 'conv2d'? (layers: dense, conv2d, " \
 	"${SMALL[@]}" --model conv2:8:3,relu,flatten,dense
+# An empty model is no model (it trained the MLP of --layers without a word).
+bad "--model: must not be empty" "${SMALL[@]}" --model ''
+bad "nomodel.conf:2: model: must not be empty" "${SMALL[@]}" --config nomodel.conf
 bad "--steps: missing value" "${SMALL[@]}" --steps
 bad "unexpected argument 'oops'" "${SMALL[@]}" oops
 bad "nofile.h5: cannot open data file" "${SMALL[@]}" --data nofile.h5

@@ -250,6 +250,17 @@ static void check_errors(void)
 	char *range[] = {"--config", path, NULL};
 	snprintf(where, sizeof(where), "%s:3: ema-decay", path);
 	EXPECT_ERROR(range, where, "out of range");
+	/* An empty --model is no model (it trained --layers' MLP without a
+	 * word), from a flag or a config file; the stored text's "model = "
+	 * (the MLP) still reads (check_round_trip). */
+	char *empty_model[] = {"--model", "", NULL};
+	EXPECT_ERROR(empty_model, "--model: must not be empty");
+	char *empty_eq[] = {"--model=", NULL};
+	EXPECT_ERROR(empty_eq, "--model: must not be empty");
+	write_conf("model.conf", "lr = 0.1\nmodel =   # none\n", path, sizeof(path));
+	char *conf_model[] = {"--config", path, NULL};
+	snprintf(where, sizeof(where), "%s:2: model: must not be empty", path);
+	EXPECT_ERROR(conf_model, where);
 	/* A config file may not name another. */
 	write_conf("nested.conf", "config = other.conf\n", path, sizeof(path));
 	char *nested[] = {"--config", path, NULL};
