@@ -4,8 +4,10 @@
 #include "comm.h"
 #include "config.h"
 
-/* Its rows: 28x28 one-channel images of 784 values, 10 classes. */
-#define DEFAULT_DATA_DIM 784
+/* Its rows: 28x28 one-channel images (x [N, 28, 28, 1] as imported) of 784
+ * values, 10 classes. */
+#define DEFAULT_DATA_SIDE 28
+#define DEFAULT_DATA_DIM (DEFAULT_DATA_SIDE * DEFAULT_DATA_SIDE)
 #define DEFAULT_DATA_CLASSES 10
 
 /* When cfg names no --data: rank 0 imports the IDX files into

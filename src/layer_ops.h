@@ -23,6 +23,8 @@ struct layer_ops {
 			     * passes), where it alone takes this one's output */
 	int no_x_back; /* its backward never reads its input */
 	int merge;     /* adds its inputs: the model gives dy to each (no backward) */
+	int image;     /* works on {H, W, C} windows (conv2d, the pools): a flat
+			* row would be a 1x1 image */
 };
 
 /* A layer's ops tell c->ready that its trainable variables' gradients,

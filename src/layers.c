@@ -320,7 +320,7 @@ static double pool_flops(const struct layer *l)
  * from the spec. */
 #define POOL_ENTRY(name)                                                       \
 	{.layer = name, .shape = pool_shape, .forward = pool_forward,          \
-	 .backward = pool_backward, .flops = pool_flops}
+	 .backward = pool_backward, .flops = pool_flops, .image = 1}
 #define ACT_ENTRY(id, name)                                                    \
 	[LAYER_ACT + id] = {.layer = "activation", .shape = same_shape,        \
 			    .forward = act_forward, .backward = act_backward,  \
@@ -332,7 +332,8 @@ static const struct layer_ops table[] = {
 			 .backward = dense_backward, .flops = dense_flops, .fuses_act = 1},
 	[LAYER_CONV2D] = {.keras = "conv2d", .shape = conv_shape, .vars = conv_vars,
 			  .init = conv_init, .forward = conv_forward,
-			  .backward = conv_backward, .flops = conv_flops, .fuses_act = 1},
+			  .backward = conv_backward, .flops = conv_flops, .fuses_act = 1,
+			  .image = 1},
 	[LAYER_MAXPOOL2D] = POOL_ENTRY("max_pooling2d"),
 	[LAYER_AVGPOOL2D] = POOL_ENTRY("average_pooling2d"),
 	[LAYER_GLOBALAVGPOOL] = POOL_ENTRY("global_average_pooling2d"),
@@ -424,5 +425,7 @@ int layer_in_place(const struct layer *l) { return table[l->spec.kind].in_place;
 int layer_reads_x_back(const struct layer *l) { return !table[l->spec.kind].no_x_back; }
 
 int layer_is_merge(const struct layer *l) { return table[l->spec.kind].merge; }
+
+int layer_kind_image(enum layer_kind kind) { return table[kind].image; }
 
 double layer_flops(const struct layer *l) { return table[l->spec.kind].flops(l); }

@@ -140,6 +140,9 @@ int layer_reads_x_back(const struct layer *l);
 /* Whether the kind merges inputs (add): its backward gives dy itself to
  * each input, which the model does (layer_backward is not called). */
 int layer_is_merge(const struct layer *l);
+/* Whether a layer of kind works on images (the table's image column:
+ * conv2d, the pools): on a flat row {1, 1, D} it sees a 1x1 image. */
+int layer_kind_image(enum layer_kind kind);
 /* conv2d: the rows (images) one im2col and product take on backend be, of
  * a call over rows: as many as be->cols_budget holds, at least one. */
 int layer_cols_rows(const struct layer *l, const struct backend *be, int rows);

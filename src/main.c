@@ -204,16 +204,18 @@ static int cmd_eval(int argc, char **argv, struct comm *c)
 }
 
 /* --help's picture of the model the options describe, for rows of
- * --input-shape (else the default data's 784 values) and the default
- * data's 10 classes: a run's data decides both. 0, or -1 with a
- * user_error for a model that cannot be laid out. */
+ * --input-shape (of the default data's 784 values), else the default
+ * data's 28x28x1 images, and its 10 classes: a run's data decides both. 0,
+ * or -1 with a user_error for a model that cannot be laid out. */
 static int help_model(const struct config *cfg)
 {
 	struct layer_spec spec[MODEL_MAX_LAYERS];
 	struct model m;
 	int n = 0, in[3];
 	const int flat[3] = {1, 1, DEFAULT_DATA_DIM};
-	if (model_input_shape(cfg, "the default data", flat, in) || model_specs(cfg, spec, &n) ||
+	const int image[3] = {DEFAULT_DATA_SIDE, DEFAULT_DATA_SIDE, 1};
+	if (model_input_shape(cfg, "the default data", cfg->input_shape[0] ? flat : image, in) ||
+	    model_specs(cfg, spec, &n) ||
 	    model_plan(&m, spec, n, in, DEFAULT_DATA_CLASSES, cfg->seed))
 		return -1;
 	printf("\nthe model (for rows of %dx%dx%d and %d classes: --input-shape, else the default "

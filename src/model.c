@@ -46,6 +46,31 @@ int model_input_shape(const struct config *cfg, const char *path, const int data
 	return 0;
 }
 
+int model_check_images(const struct config *cfg, const struct layer_spec *spec, int n,
+		       const int data[3])
+{
+	int d = data[2], i = 0;
+	if (data[0] != 1 || data[1] != 1 || cfg->input_shape[0])
+		return 0;
+	while (i < n && !layer_kind_image(spec[i].kind))
+		i++;
+	if (i == n)
+		return 0;
+	/* An example that fits: a square of one channel or of three. */
+	char fits[64];
+	snprintf(fits, sizeof(fits), "H*W*C = %d", d);
+	for (int c = 1; c <= 3; c += 2) {
+		int side = (int)lround(sqrt((double)d / c));
+		if ((long long)side * side * c == d) {
+			snprintf(fits, sizeof(fits), "e.g. %d,%d,%d", side, side, c);
+			break;
+		}
+	}
+	return user_error("--model: layer %d (%s) needs an image, but the data's rows are flat "
+			  "[%d]: give their shape with --input-shape H,W,C (%s)", i + 1,
+			  layer_names[spec[i].kind], d, fits);
+}
+
 /* "28x28x16" of shape in buf. */
 static const char *hwc_text(const int *shape, char *buf, size_t len)
 {

@@ -89,6 +89,12 @@ int model_specs(const struct config *cfg, struct layer_spec *spec, int *n);
  * it differs from the images' shape (naming both and path). */
 int model_input_shape(const struct config *cfg, const char *path, const int data[3],
 		      int in[3]);
+/* Whether spec[0..n) suits the data's rows, of shape data ({1, 1, D}:
+ * flat), as cfg's --input-shape gives them: a layer that works on images
+ * (conv2d, the pools) on flat rows without --input-shape is a user_error
+ * suggesting it (each row would be a 1x1 image). 0, or -1. */
+int model_check_images(const struct config *cfg, const struct layer_spec *spec, int n,
+		       const int data[3]);
 /* Lays the model out for input rows of shape in ({H, W, C}) and C classes:
  * every layer's inputs and shapes, the registry (Keras names: dense/kernel
  * [D,O0], dense/bias [O0], dense_1/...), the walk's gradients and the

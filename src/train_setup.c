@@ -83,6 +83,7 @@ static int build(struct trainer *t, int max_rows)
 	if (model_input_shape(cfg, cfg->data, t->train.shape, in) == 0 &&
 	    augment_init(&t->aug, cfg->augment, in) == 0 &&
 	    model_specs(cfg, spec, &n_spec) == 0 &&
+	    model_check_images(cfg, spec, n_spec, t->train.shape) == 0 &&
 	    model_plan(&t->model, spec, n_spec, in, t->train.classes, cfg->seed) == 0) {
 		/* ZeRO-1 where asked for, or where it pays (comm.h) and
 		 * --check-replicas does not want whole replicas: under ZeRO-1

@@ -73,6 +73,14 @@ bad "eval.h5: input rows are \[12\] but the training set img-train.h5's are \[2,
 	"${IMG[@]}" --eval-data eval.h5
 # Repeating their shape is fine (tests/mpi/model.sh trains on images).
 expect_status 0 "$MTRAIN" "${IMG[@]}" --input-shape 2,2,3 --steps 2 --ckpt-dir img.ck
+# A conv2d or a pool on flat rows (each would be a 1x1 image) wants --input-shape.
+bad "--model: layer 1 (conv2d) needs an image, but the data's rows are flat \[12\]: give their shape with --input-shape H,W,C (e.g. 2,2,3)" \
+	"${SMALL[@]}" --model conv2d:4:2,relu,flatten,dense
+bad "--model: layer 3 (maxpool2d) needs an image, but the data's rows are flat \[12\]" \
+	"${SMALL[@]}" --model dense:8,relu,maxpool2d:2,flatten,dense
+expect_status 0 "$MTRAIN" "${SMALL[@]}" --input-shape 2,2,3 --model conv2d:4:2,relu,maxpool2d:2,flatten,dense \
+	--steps 2 --ckpt-dir flat-shaped.ck
+expect_status 0 "$MTRAIN" "${IMG[@]}" --model conv2d:4:2,relu,globalavgpool,dense --steps 2 --ckpt-dir img2.ck
 bad "bad-int16.h5: dataset 'x' has integers of 2 bytes; expected float32 or uint8" "${SMALL[@]}" --data bad-int16.h5
 bad "bad-ylen.h5: 'y' has 7 rows but 'x' has 8" "${SMALL[@]}" --data bad-ylen.h5
 bad "bad-noy.h5: no dataset 'y'" "${SMALL[@]}" --data bad-noy.h5

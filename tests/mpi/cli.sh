@@ -21,6 +21,13 @@ grep -Eq '^add_3 +add +14x14x32 +0  batch_normalization_8, batch_normalization_9
 	fail "--help: add_3 does not take both paths"
 grep -q '^72 layers on input 28x28x1, 10 classes; 274,538 parameters: 272,970 trainable, 1,568 not' \
 	resnet.txt || fail "--help: ResNet-20's totals"
+# Without --input-shape, for the default data's 28x28x1 images (a conv2d
+# and a pool there, not on a 1x1 image).
+"$MTRAIN" --help --model conv2d:8:3,relu,maxpool2d:2,flatten,dense >cnn.txt ||
+	{ cat cnn.txt; fail "--help of a conv2d without --input-shape"; }
+grep -Eq '^max_pooling2d +maxpool2d:2:2 +14x14x8 +0' cnn.txt &&
+	grep -q '^5 layers on input 28x28x1, 10 classes; 15,770 parameters' cnn.txt ||
+	{ cat cnn.txt; fail "--help: a conv2d's model not laid out on 28x28x1"; }
 ranks 2 "${SMALL[@]}" --steps 12 --ckpt-dir ck --metrics m.jsonl >log
 # The metrics file is JSON lines: start, train (steps 5, 10, 12, with lr),
 # eval (with epoch), checkpoint, end; a path with a quote stays valid JSON.

@@ -295,6 +295,50 @@ static void check_resnet(void)
 	user_error_clear();
 }
 
+/* model_check_images: conv2d and the pools on flat rows without
+ * --input-shape (each row would be a 1x1 image) is one line suggesting
+ * --input-shape, with a shape that fits where one is plain; images, or
+ * --input-shape, or no such layer, are fine. */
+static void check_flat_images(void)
+{
+	static const struct {
+		const char *model, *input_shape;
+		int data[3];
+		const char *want; /* NULL: fine */
+	} cases[] = {
+		{"conv2d:8:3,relu,flatten,dense", "", {1, 1, 784},
+		 "--model: layer 1 (conv2d) needs an image, but the data's rows are flat [784]: "
+		 "give their shape with --input-shape H,W,C (e.g. 28,28,1)"},
+		{"globalavgpool,dense", "", {1, 1, 48}, "layer 1 (globalavgpool) needs an image, but "
+		 "the data's rows are flat [48]: give their shape with --input-shape H,W,C (e.g. 4,4,3)"},
+		{"dense:8,[dense:8,relu],maxpool2d:2,flatten,dense", "", {1, 1, 10},
+		 "layer 5 (maxpool2d) needs an image, but the data's rows are flat [10]: give their "
+		 "shape with --input-shape H,W,C (H*W*C = 10)"},
+		{"dense:8,avgpool2d:2,dense", "", {1, 1, 12}, "layer 2 (avgpool2d) needs an image, but "
+		 "the data's rows are flat [12]: give their shape with --input-shape H,W,C (e.g. 2,2,3)"},
+		{"conv2d:8:3,relu,flatten,dense", "", {28, 28, 1}, NULL},
+		{"conv2d:8:3,relu,flatten,dense", "28,28,1", {1, 1, 784}, NULL},
+		{"dense:8,batchnorm,relu,dropout:0.5,flatten,dense", "", {1, 1, 784}, NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config cfg;
+		struct layer_spec spec[MODEL_MAX_LAYERS];
+		int n = 0;
+		config_defaults(&cfg);
+		snprintf(cfg.model, sizeof(cfg.model), "%s", cases[i].model);
+		snprintf(cfg.input_shape, sizeof(cfg.input_shape), "%s", cases[i].input_shape);
+		user_error_clear();
+		EXPECT(model_specs(&cfg, spec, &n) == 0);
+		int rc = model_check_images(&cfg, spec, n, cases[i].data);
+		EXPECT(rc == (cases[i].want ? -1 : 0));
+		if (cases[i].want)
+			EXPECT(contains(user_error_text(), cases[i].want));
+		else
+			EXPECT(!user_error_pending());
+	}
+	user_error_clear();
+}
+
 int main(void)
 {
 	const struct backend *be = backend_cpu();
@@ -308,6 +352,7 @@ int main(void)
 	check_glorot(&m);
 	check_shards();
 	check_resnet();
+	check_flat_images();
 	model_free(&m);
 	return unit_done("test_registry");
 }
