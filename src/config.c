@@ -31,7 +31,7 @@ const struct option_def options[] = {
 	OPT("layers", T_LIST, hidden, "256,256", 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
 	OPT_ENUM("activation", act, act_names, "relu", 0, "hidden activation"),
 	{"input-shape", T_STR, OFF(input_shape), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE, "the image each data row of D = H*W*C values is (channels last), e.g. 28,28,1; default: the data's, a flat row for x [N,D]", "H,W,C"},
-	{"model", T_STR, OFF(model), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE | OPT_NOT_EMPTY, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; README: Models)", "LAYER,LAYER,..."},
+	{"model", T_STR, OFF(model), NULL, 0, 0, NULL, OPTIM_HP_NONE, OPT_SHAPE | OPT_NOT_EMPTY, "the layers, e.g. conv2d:32:3,relu,maxpool2d:2,flatten,dense:128,relu,dropout:0.3,dense (replaces --layers and --activation; docs/models.md)", "LAYER,LAYER,..."},
 	{"augment", T_STR, OFF(augment), NULL, 0, 0, NULL, OPTIM_HP_NONE, 0, "training rows' augmentation, in order: flip (mirror, p 1/2), crop:PAD (zero-pad, random crop back); images only; each row's choices a function of (seed, epoch, row) only; a resumed run may change it (named in a warning)", "LIST"},
 	OPT("read-ahead", T_INT, read_ahead, "4", 1, 1024, M, "batches the reader thread stages ahead of the step (each rank's memory: this many of its batches, whatever the data set's size)"),
 	OPT("verify-data", T_BOOL, verify_data, "off", 0, 1, M, "at start-up, read and check every training row and compare the whole set's digest across ranks (on|off); off: a seeded sample of rows, each row checked when first read"),
