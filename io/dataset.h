@@ -113,6 +113,12 @@ void dataset_rows(const struct dataset *d, long begin, int rows, float *x, int32
  * temporary name, then renames it into place. Returns 0 or -1 (user_error). */
 int dataset_write(const char *path, const uint8_t *x8, const float *xf,
 		  const int32_t *y, long n, const int row[3], int classes);
+/* The same, plus dataset class_names [classes] of variable-length UTF-8
+ * strings (names[k] naming class k) when names is not NULL. On a failed
+ * write (a full disk) the line names path and the reason, and nothing is
+ * left but what path held before. */
+int dataset_write_named(const char *path, const uint8_t *x8, const float *xf, const int32_t *y,
+			long n, const int row[3], int classes, char *const *names);
 /* Converts IDX images (.gz or raw) [N, rows, cols] and labels into path,
  * x as [N, rows, cols, 1] (Fashion-MNIST: [N, 28, 28, 1]). 0 or -1. */
 int dataset_import_idx(const char *images, const char *labels, const char *path);

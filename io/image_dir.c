@@ -12,13 +12,11 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* The files to import, in order: class k's files before class k + 1's. */
 struct image_list {
@@ -206,33 +204,11 @@ static int decode_all(const struct image_list *l, const int row[3], uint8_t *x)
 	return rc;
 }
 
-/* Adds dataset class_names [K] of variable-length UTF-8 strings to the
- * data file at path. 0 or -1. */
-static int write_class_names(const char *path, char **names, int k)
-{
-	hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-	if (f < 0)
-		return -1;
-	hid_t t = H5Tcopy(H5T_C_S1);
-	H5_CHECK(H5Tset_size(t, H5T_VARIABLE));
-	H5_CHECK(H5Tset_cset(t, H5T_CSET_UTF8));
-	hsize_t dims[1] = {(hsize_t)k};
-	hid_t s = H5Screate_simple(1, dims, NULL);
-	hid_t ds = H5Dcreate2(f, "class_names", t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	int rc = ds < 0 || H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, names) < 0 ? -1 : 0;
-	if (ds >= 0)
-		H5Dclose(ds);
-	H5Sclose(s);
-	H5Tclose(t);
-	return H5Fclose(f) < 0 ? -1 : rc;
-}
-
 int dataset_import_image_dir(const char *dir, const char *path, const int *size)
 {
 	struct image_list l = {0};
 	int row[3];
 	uint8_t *x = NULL;
-	char tmp[FILE_PATH_LEN];
 	int rc = -1;
 	double start = log_now();
 	if (path_check_writable("--out", path, 0, NULL) || list_dir(&l, dir))
@@ -248,17 +224,8 @@ int dataset_import_image_dir(const char *dir, const char *path, const int *size)
 	x = xmalloc((size_t)bytes);
 	if (decode_all(&l, row, x))
 		goto out;
-	/* dataset_write puts the file in place under tmp; the class names
-	 * join it there, and only then does it take its name. */
-	snprintf(tmp, sizeof(tmp), "%s.part.%d", path, (int)getpid());
-	if (dataset_write(tmp, x, NULL, l.label, l.n, row, l.k))
+	if (dataset_write_named(path, x, NULL, l.label, l.n, row, l.k, l.classes))
 		goto out;
-	if (write_class_names(tmp, l.classes, l.k) || rename(tmp, path)) {
-		int e = errno;
-		unlink(tmp);
-		user_error("%s: cannot write data file: %s", path, strerror(e ? e : EIO));
-		goto out;
-	}
 	double secs = log_now() - start;
 	log_info("import: %ld images [%d,%d,%d] in %d classes from %s, %.1f s (%.0f rows/s)",
 		 l.n, row[0], row[1], row[2], l.k, dir, secs, l.n / (secs > 1e-9 ? secs : 1e-9));

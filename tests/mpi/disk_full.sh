@@ -1,23 +1,10 @@
 # A checkpoint that does not fit on the disk: every rank stops with exit
 # status 1 (a system error, not bad input) after one line naming the file
 # and the reason; nothing is left under its name or as a temporary file, and
-# the checkpoint before it stays whole. Needs a small tmpfs: root mounts
-# one; anyone else gets one in a user and mount namespace of their own
-# (unshare -rm: root over their own mounts only), where the test re-runs
-# itself. Skips (skip_or_fail) only where neither can be had.
-HERE=$(cd "$(dirname "$0")" && pwd)
-if [ "$(id -u)" != 0 ] && [ -z "${MTRAIN_DISK_FULL_NS:-}" ] && unshare -rm true 2>/dev/null; then
-	MTRAIN_DISK_FULL_NS=1 exec unshare -rm bash "$HERE/disk_full.sh"
-fi
-. "$HERE/lib.sh"
-# Open MPI's session folder in ours: in the namespace, /tmp's ompi.* of the
-# real root belongs to nobody we can be.
-export OMPI_MCA_orte_tmpdir_base=$WORK
+# the checkpoint before it stays whole. Needs a small tmpfs (small_disk).
+. "$(dirname "$0")/lib.sh"
+small_disk small 512k
 make_data
-mkdir small
-mount -t tmpfs -o size=512k tmpfs small 2>/dev/null ||
-	skip_or_fail "cannot mount a tmpfs (not root, and no user namespace: unshare -rm failed)"
-trap 'umount "$WORK/small" 2>/dev/null; rm -rf "$WORK"' EXIT
 ranks 2 "${SMALL[@]}" --steps 2 --ckpt-dir small/ck >/dev/null
 cp small/ck/ckpt-00000002.h5 before.h5
 # Fill what is left, then ask for the next checkpoint.

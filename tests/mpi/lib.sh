@@ -8,8 +8,11 @@ MKDATA=$MTRAIN_BUILD/tests/mkdata
 CMP=$MTRAIN_BUILD/tests/ckpt_compare
 MPIRUN=${MPIRUN:-mpirun}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtrain-test.XXXXXX")
+TEST_SCRIPT=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+MOUNTS=() # small_disk's, unmounted before WORK goes
 # Background jobs (a signalled mpirun) never outlive the test.
-trap 'jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'jobs -p | xargs -r kill -9 2>/dev/null; wait 2>/dev/null
+	for m in ${MOUNTS[@]+"${MOUNTS[@]}"}; do umount "$m" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 cd "$WORK"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -29,6 +32,41 @@ skip_or_fail() {
 	fi
 	echo "SKIPPED: $*"
 	exit 77
+}
+
+# small_disk DIR SIZE: a tmpfs of SIZE (mount's size=, e.g. 512k) at DIR
+# (made), unmounted on exit: a disk that fills. Root mounts one; anyone else
+# gets one in a user and mount namespace of their own (unshare -rm: root
+# over their own mounts only), where the test runs again from its start.
+# Skips (skip_or_fail) only where neither can be had.
+small_disk() {
+	if [ "$(id -u)" != 0 ] && [ -z "${MTRAIN_SMALL_DISK_NS:-}" ] && unshare -rm true 2>/dev/null; then
+		cd / && rm -rf "$WORK"
+		MTRAIN_SMALL_DISK_NS=1 exec unshare -rm bash "$TEST_SCRIPT"
+	fi
+	# Open MPI's session folder in ours: in the namespace, /tmp's ompi.*
+	# of the real root belongs to nobody we can be.
+	export OMPI_MCA_orte_tmpdir_base=$WORK
+	mkdir -p "$1"
+	mount -t tmpfs -o size="$2" tmpfs "$1" 2>/dev/null ||
+		skip_or_fail "cannot mount a tmpfs (not root, and no user namespace: unshare -rm failed)"
+	MOUNTS+=("$WORK/$1")
+}
+
+# png_folder DIR N SIDE CLASS...: DIR/CLASS/0.png .. N-1.png for each
+# CLASS, SIDE x SIDE gray pictures (mtrain preview's of a synthetic row),
+# an image folder for `mtrain import --image-dir` without Python's PIL.
+png_folder() {
+	local dir=$1 n=$2 side=$3 cls i
+	shift 3
+	"$MKDATA" synth png-row.h5 2 $((side * side)) 2 1
+	"$MTRAIN" preview --data png-row.h5 --input-shape "$side,$side,1" --rows 1 \
+		--out png-row.png >/dev/null || fail "png_folder: mtrain preview"
+	for cls in "$@"; do
+		mkdir -p "$dir/$cls"
+		for ((i = 0; i < n; i++)); do cp png-row.png "$dir/$cls/$i.png"; done
+	done
+	rm png-row.h5 png-row.png
 }
 
 # ranks N ARGS...: mtrain on N ranks; never hangs past 120 s.
