@@ -4,6 +4,8 @@
 #include "png_write.h"
 #include "check.h"
 #include "log.h"
+#include "mtrain.h"
+#include "paths.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -53,14 +55,19 @@ int png_write(const char *path, const uint8_t *pix, int w, int h, int channels)
 	ihdr[9] = channels == 3 ? 2 : 0;    /* colour type: RGB or grayscale */
 	ihdr[10] = ihdr[11] = ihdr[12] = 0; /* deflate, adaptive filters, no interlace */
 	static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-	FILE *f = fopen(path, "wb");
+	/* Under a temporary name, then renamed: a full disk leaves an older
+	 * picture of that name whole, and no part of the new one. */
+	char tmp[FILE_PATH_LEN];
+	FILE *f = path_create_temp(path, tmp, sizeof(tmp));
 	int rc = -1;
 	if (!f) {
 		user_error("%s: cannot create: %s", path, strerror(errno));
 	} else {
-		int bad = fwrite(sig, 1, 8, f) != 8 || put_chunk(f, "IHDR", ihdr, 13) ||
-			  put_chunk(f, "IDAT", z, z_len) || put_chunk(f, "IEND", NULL, 0);
-		if (fclose(f) || bad)
+		/* A failed fwrite sets f's error flag, which the commit checks. */
+		if (fwrite(sig, 1, 8, f) == 8 && !put_chunk(f, "IHDR", ihdr, 13) &&
+		    !put_chunk(f, "IDAT", z, z_len))
+			put_chunk(f, "IEND", NULL, 0);
+		if (path_commit_temp(f, tmp, path))
 			user_error("%s: write error: %s", path, strerror(errno));
 		else
 			rc = 0;

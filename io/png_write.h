@@ -4,5 +4,7 @@
 #include <stdint.h>
 
 /* Writes pix (h, w, channels) bytes, channels 1 (grayscale) or 3 (RGB), to
- * path as a PNG. 0, or -1 with a user_error naming path. */
+ * path as a PNG, under a temporary name renamed into place: a failed write
+ * leaves an older file at path whole. 0, or -1 with a user_error naming
+ * path. */
 int png_write(const char *path, const uint8_t *pix, int w, int h, int channels);
