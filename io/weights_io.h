@@ -40,7 +40,8 @@ static inline struct ckpt_var *weights_add_tensor(struct tensors *t)
  * each as float32. 0, or -1 with a user_error naming path. */
 int weights_read_safetensors(const char *path, int fd, off_t size, struct tensors *t);
 /* Opens path read-only, or with image the HDF5 file in image[0..len)
- * (path then only names it). A file id, or negative. */
+ * (path then only names it), read where it lies, uncopied: image must
+ * outlive the file. A file id, or negative. */
 hid_t weights_open_h5(const char *path, const void *image, size_t len);
 /* Keras' layers' variables of the open file f into t ("<layer>/vars/<i>"),
  * or *is_keras 0 when f has no "layers" group (an mtrain checkpoint, or

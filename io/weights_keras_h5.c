@@ -85,11 +85,63 @@ static herr_t visit_keras(hid_t root, const char *path, const H5L_info_t *info, 
 	return w->rc ? 1 : 0;
 }
 
+/* HDF5's file image callbacks that lend it the caller's image instead of
+ * copying it (as H5LT_FILE_IMAGE_DONT_COPY does): by default the property
+ * list and then the core driver each take a copy, three in all. udata is
+ * the image; every size HDF5 asks for is the image's, since a file open
+ * read-only never grows (a realloc is refused). */
+static void *image_lend(size_t size, H5FD_file_image_op_t op, void *udata)
+{
+	(void)size;
+	(void)op;
+	return udata;
+}
+
+static void *image_same(void *dest, const void *src, size_t size, H5FD_file_image_op_t op,
+			void *udata)
+{
+	(void)src; /* the lent image itself */
+	(void)size;
+	(void)op;
+	(void)udata;
+	return dest;
+}
+
+static void *image_no_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *udata)
+{
+	(void)ptr;
+	(void)size;
+	(void)op;
+	(void)udata;
+	return NULL;
+}
+
+static herr_t image_keep(void *ptr, H5FD_file_image_op_t op, void *udata)
+{
+	(void)ptr;
+	(void)op;
+	(void)udata;
+	return 0;
+}
+
+static void *udata_same(void *udata) { return udata; }
+
+static herr_t udata_keep(void *udata)
+{
+	(void)udata;
+	return 0;
+}
+
 hid_t weights_open_h5(const char *path, const void *image, size_t len)
 {
 	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
 	if (image) {
+		H5FD_file_image_callbacks_t lend = {image_lend, image_same, image_no_realloc,
+						    image_keep, udata_same, udata_keep,
+						    (void *)image};
 		H5Pset_fapl_core(fapl, 1 << 20, 0);
+		/* The callbacks first: HDF5 refuses them once an image is set. */
+		H5Pset_file_image_callbacks(fapl, &lend);
 		H5Pset_file_image(fapl, (void *)image, len);
 	}
 	hid_t f = H5Fopen(path, H5F_ACC_RDONLY, fapl);

@@ -4,9 +4,12 @@
 #include "weights_io.h"
 #include "check.h"
 #include "log.h"
+#include "mtrain.h"
+#include "resources.h"
 
 #include <hdf5.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zip.h>
@@ -24,6 +27,56 @@ static uint32_t crc_of(const void *bytes, size_t len)
 	return (uint32_t)crc;
 }
 
+/* The weights member of the zip z (path; st, its stat) read whole into a
+ * new buffer: its declared size is checked against the memory budget
+ * first, so a zip bomb is refused before a byte is inflated, and the bytes
+ * are held once. NULL with a user_error naming path and the member. */
+static void *read_member(const char *path, zip_t *z, const zip_stat_t *st)
+{
+	char what[FILE_PATH_LEN + 32];
+	snprintf(what, sizeof(what), "%s: its %s", path, KERAS_WEIGHTS_MEMBER);
+	if (resources_check(what, (double)st->size))
+		return NULL;
+	zip_file_t *member = zip_fopen(z, KERAS_WEIGHTS_MEMBER, 0);
+	if (!member) {
+		user_error("%s: cannot open its %s (%s)", path, KERAS_WEIGHTS_MEMBER, zip_strerror(z));
+		return NULL;
+	}
+	/* Within the budget, but not within this process's address space
+	 * (ulimit -v): a line, where xmalloc would end the reader. */
+	char *image = malloc(st->size + 1), need[32];
+	/* In pieces of at most 1 GiB: asked for 4 GiB at once, libzip (1.7)
+	 * counted one byte more than a short member holds. */
+	zip_uint64_t at = 0;
+	zip_int64_t got = image ? 1 : -1;
+	while (got > 0 && at < st->size) {
+		zip_uint64_t piece = st->size - at > (1u << 30) ? 1u << 30 : st->size - at;
+		got = zip_fread(member, image + at, piece);
+		at += got > 0 ? (zip_uint64_t)got : 0;
+	}
+	int bad = 1;
+	if (!image)
+		user_error("%s needs %s of memory to read; this process cannot have that much "
+			   "(ulimit -v?)", what, bytes_text((double)st->size, need, sizeof(need)));
+	else if (got < 0)
+		user_error("%s: cannot read its %s (%s)", path, KERAS_WEIGHTS_MEMBER,
+			   zip_file_strerror(member));
+	else if (at != st->size)
+		user_error("%s ends after %llu of the %llu bytes the zip says it holds (damaged or "
+			   "forged)", what, (unsigned long long)at, (unsigned long long)st->size);
+	/* The member's CRC-32, as Keras' zipfile checks it. */
+	else if ((st->valid & ZIP_STAT_CRC) && crc_of(image, st->size) != st->crc)
+		user_error("%s: its %s fails its CRC-32 (damaged)", path, KERAS_WEIGHTS_MEMBER);
+	else
+		bad = 0;
+	zip_fclose(member);
+	if (bad) {
+		free(image);
+		image = NULL;
+	}
+	return image;
+}
+
 int weights_read_keras_zip(const char *path, struct tensors *t)
 {
 	int zerr = 0;
@@ -37,28 +90,14 @@ int weights_read_keras_zip(const char *path, struct tensors *t)
 	}
 	zip_stat_t st;
 	int rc = 0;
-	zip_file_t *member = NULL;
 	void *image = NULL;
 	if (zip_stat(z, KERAS_WEIGHTS_MEMBER, 0, &st) || !(st.valid & ZIP_STAT_SIZE))
 		rc = user_error("%s: a zip without %s: not a .keras model", path, KERAS_WEIGHTS_MEMBER);
 	else if (st.size > ((zip_uint64_t)1 << 40))
 		rc = user_error("%s: %s says it is %llu bytes", path, KERAS_WEIGHTS_MEMBER,
 				(unsigned long long)st.size);
-	else if (!(member = zip_fopen(z, KERAS_WEIGHTS_MEMBER, 0)))
-		rc = user_error("%s: cannot open its %s (%s)", path, KERAS_WEIGHTS_MEMBER,
-				zip_strerror(z));
-	if (!rc) {
-		image = xmalloc(st.size + 1);
-		if (zip_fread(member, image, st.size) != (zip_int64_t)st.size)
-			rc = user_error("%s: cannot read its %s (%s)", path, KERAS_WEIGHTS_MEMBER,
-					zip_file_strerror(member));
-		/* The member's CRC-32, as Keras' zipfile checks it. */
-		else if ((st.valid & ZIP_STAT_CRC) && crc_of(image, st.size) != st.crc)
-			rc = user_error("%s: its %s fails its CRC-32 (damaged)", path,
-					KERAS_WEIGHTS_MEMBER);
-	}
-	if (member)
-		zip_fclose(member);
+	else if (!(image = read_member(path, z, &st)))
+		rc = -1;
 	zip_discard(z);
 	hid_t f = rc ? -1 : weights_open_h5(KERAS_WEIGHTS_MEMBER, image, st.size);
 	int is_keras = 0;
