@@ -18,26 +18,24 @@
 #   ELASTIC_HOSTS         the nodes and ranks on each, as mpirun's --host takes them
 #                         (node1:4,node2:4); or ELASTIC_HOSTFILE, an Open MPI
 #                         hostfile ("node1 slots=4" lines)
-#   ELASTIC_MIN_NODES     fewest nodes to go on with (default 1)
-#   ELASTIC_MAX_RESTARTS  most restarts (default 3)
+#   ELASTIC_MIN_NODES     fewest nodes to go on with (default 1; 1 to the nodes given)
+#   ELASTIC_MAX_RESTARTS  most restarts (default 3; 0 to 10000)
 #   ELASTIC_PROBE         the command that asks a node whether it is up, the
 #                         node's name appended, then `true` (default
 #                         "ssh -o BatchMode=yes -o ConnectTimeout=5"); 10 s at most
 #   ELASTIC_GRACE         seconds mpirun may go on after mtrain's rank 0 said it
 #                         ends the job (a node cut off: mpirun waits for its
-#                         daemon), before it is ended (default 10)
+#                         daemon), before it is ended (default 10; 0 to 3600)
 #   MPIRUN (default mpirun), MPIRUN_ARGS (more of its options, split on
 #   blanks), MTRAIN (default build/mtrain)
-# Exit status: mtrain's when it ends without a node lost (0 when it
+# Exit status: 2 with one line for a bad setting above, before anything
+# starts; mtrain's when it ends without a node lost (0 when it
 # completes; 2, bad input, is never restarted); 1 when fewer than
 # ELASTIC_MIN_NODES answer or the restarts run out (one line says which;
 # the newest checkpoint is intact and resumes on any number of ranks).
 set -u
 MPIRUN=${MPIRUN:-mpirun}
 MTRAIN=${MTRAIN:-build/mtrain}
-MIN=${ELASTIC_MIN_NODES:-1}
-MAX=${ELASTIC_MAX_RESTARTS:-3}
-GRACE=${ELASTIC_GRACE:-10}
 read -r -a PROBE <<<"${ELASTIC_PROBE:-ssh -o BatchMode=yes -o ConnectTimeout=5}"
 say() { echo "elastic: $*" >&2; }
 usage_error() { say "error: $*"; exit 2; }
@@ -45,8 +43,20 @@ usage_error() { say "error: $*"; exit 2; }
 # An Open MPI hostfile ("node1 slots=4" lines; # comments) as the list.
 SRC="ELASTIC_HOSTS='${ELASTIC_HOSTS:-}'"
 if [ -z "${ELASTIC_HOSTS:-}" ] && [ -n "${ELASTIC_HOSTFILE:-}" ]; then
-	[ -r "$ELASTIC_HOSTFILE" ] || usage_error "ELASTIC_HOSTFILE=$ELASTIC_HOSTFILE: cannot read it"
-	ELASTIC_HOSTS=$(sed 's/#.*//' "$ELASTIC_HOSTFILE" | awk 'NF {
+	# Read once, here: the reason a file cannot be read is this line's,
+	# never a second one from sed.
+	why=
+	if [ -d "$ELASTIC_HOSTFILE" ]; then
+		why="a folder"
+	elif [ ! -e "$ELASTIC_HOSTFILE" ]; then
+		why="no such file"
+	elif [ ! -f "$ELASTIC_HOSTFILE" ]; then
+		why="not a regular file"
+	elif ! text=$(cat -- "$ELASTIC_HOSTFILE" 2>/dev/null); then
+		why="permission denied or a read error"
+	fi
+	[ -z "$why" ] || usage_error "ELASTIC_HOSTFILE=$ELASTIC_HOSTFILE: cannot read it: $why"
+	ELASTIC_HOSTS=$(sed 's/#.*//' <<<"$text" | awk 'NF {
 		slots = ""
 		for (i = 2; i <= NF; i++) if ($i ~ /^slots=/) slots = ":" substr($i, 7)
 		printf "%s%s%s", (n++ ? "," : ""), $1, slots }')
@@ -54,18 +64,27 @@ if [ -z "${ELASTIC_HOSTS:-}" ] && [ -n "${ELASTIC_HOSTFILE:-}" ]; then
 	SRC="ELASTIC_HOSTFILE=$ELASTIC_HOSTFILE"
 fi
 [ -n "${ELASTIC_HOSTS:-}" ] || usage_error "ELASTIC_HOSTS is not set (the nodes, as mpirun's --host takes them: node1:4,node2:4; or ELASTIC_HOSTFILE)"
-whole() { [[ $2 =~ ^[0-9]+$ ]] || usage_error "$1='$2' is not a whole number"; }
-whole ELASTIC_MIN_NODES "$MIN"
-whole ELASTIC_MAX_RESTARTS "$MAX"
-whole ELASTIC_GRACE "$GRACE"
 IFS=, read -r -a HOSTS <<<"$ELASTIC_HOSTS"
 for h in "${HOSTS[@]}"; do
 	[[ $h =~ ^[A-Za-z0-9._-]+(:[1-9][0-9]*)?$ ]] ||
 		usage_error "$SRC: '$h' is not NODE or NODE:RANKS"
 done
-if [ "$MIN" -lt 1 ] || [ "$MIN" -gt ${#HOSTS[@]} ]; then
-	usage_error "ELASTIC_MIN_NODES=$MIN: want 1 to ${#HOSTS[@]} (the nodes in ELASTIC_HOSTS)"
-fi
+# setting VAR NAME DEFAULT LOW HIGH [WHY]: VAR = $NAME (DEFAULT when unset
+# or empty), a whole number (decimal: leading zeros are not octal) from
+# LOW to HIGH; else one line naming NAME, exit 2. Its digits are counted
+# before bash compares them: past 2^63, `[` fails and reads as false.
+setting() {
+	local value=${!2:-$3} digits
+	[[ $value =~ ^[0-9]+$ ]] || usage_error "$2='$value' is not a whole number"
+	digits=${value#"${value%%[!0]*}"}
+	if [ ${#digits} -gt 18 ] || [ "${digits:-0}" -lt "$4" ] || [ "${digits:-0}" -gt "$5" ]; then
+		usage_error "$2=$value: want $4 to $5${6:+ ($6)}"
+	fi
+	printf -v "$1" %s "${digits:-0}"
+}
+setting MIN ELASTIC_MIN_NODES 1 1 ${#HOSTS[@]} "the nodes in ELASTIC_HOSTS"
+setting MAX ELASTIC_MAX_RESTARTS 3 0 10000
+setting GRACE ELASTIC_GRACE 10 0 3600
 read -r -a MPI_EXTRA <<<"${MPIRUN_ARGS:-}"
 
 # A signal to the wrapper goes to mpirun (which hands it to every rank:
