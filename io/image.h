@@ -36,6 +36,7 @@ void image_resize(uint8_t *dst, int H, int W, const uint8_t *src, int h, int w, 
  * (variable-length UTF-8 strings, row k naming class k). size (NULL: all
  * images must share the first's size) is {H, W} to resize every image to.
  * C is 3 when any image is colour (gray ones are replicated), else 1.
+ * One class folder is imported with a warning: training refuses it.
  * Written under a temporary name, then renamed: on error nothing is left.
  * 0, or -1 with a user_error naming the file or folder. */
 int dataset_import_image_dir(const char *dir, const char *path, const int *size);

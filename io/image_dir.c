@@ -226,6 +226,11 @@ int dataset_import_image_dir(const char *dir, const char *path, const int *size)
 		goto out;
 	if (dataset_write_named(path, x, NULL, l.label, l.n, row, l.k, l.classes))
 		goto out;
+	/* Said now, not first when training refuses the file (src/agree.c:
+	 * "labels hold 1 class; need at least 2"). */
+	if (l.k == 1)
+		log_warn("%s has one class folder ('%s'): a classifier needs two or more; "
+			 "training on %s will be refused", dir, l.classes[0], path);
 	double secs = log_now() - start;
 	log_info("import: %ld images [%d,%d,%d] in %d classes from %s, %.1f s (%.0f rows/s)",
 		 l.n, row[0], row[1], row[2], l.k, dir, secs, l.n / (secs > 1e-9 ? secs : 1e-9));
