@@ -53,8 +53,10 @@ static int write_var(hid_t file, const char *name, hid_t type, int nd,
 			 h5attr_put_i64(ds, CKPT_DIGEST_ATTR, digest)
 		     ? -1
 		     : 0;
-	if (ds >= 0)
-		H5Dclose(ds);
+	/* Closing flushes the dataset's cached chunks: a full disk may show
+	 * only here. */
+	if (ds >= 0 && H5Dclose(ds) < 0)
+		rc = -1;
 	H5Pclose(dcpl);
 	H5Sclose(space);
 	return rc;
