@@ -43,7 +43,12 @@ const char *config_float_text(float f, char *buf, size_t len)
 	return buf;
 }
 
-static void write_value(const struct config *cfg, const struct option_def *o, FILE *f)
+/* o's value in cfg as text: a float as "%.9g" (stored), or with shortest
+ * as a user writes it (--help's defaults). The stored configuration keeps
+ * "%.9g", the text every checkpoint so far holds, so that a run writes
+ * the same file it always did and an older mtrain reads it unchanged. */
+static void write_value(const struct config *cfg, const struct option_def *o, FILE *f,
+			int shortest)
 {
 	const char *base = (const char *)cfg + o->offset;
 	char buf[256];
@@ -59,7 +64,9 @@ static void write_value(const struct config *cfg, const struct option_def *o, FI
 		if (o->per_optim && *(const float *)base < 0.0f)
 			fputs(OPT_OPTIM_DEFAULT, f);
 		else
-			fputs(config_float_text(*(const float *)base, buf, sizeof(buf)), f);
+			fputs(shortest ? config_float_text(*(const float *)base, buf, sizeof(buf))
+				       : (snprintf(buf, sizeof(buf), "%.9g", *(const float *)base), buf),
+			      f);
 		break;
 	}
 }
@@ -70,7 +77,7 @@ void config_write(const struct config *cfg, FILE *f)
 		if (options[i].flags & OPT_NOT_STORED)
 			continue;
 		fprintf(f, "%s = ", options[i].name);
-		write_value(cfg, &options[i], f);
+		write_value(cfg, &options[i], f, 0);
 		fputc('\n', f);
 	}
 }
@@ -168,7 +175,7 @@ static int is_default_line(const char *line, const char *key)
 	FILE *f = open_memstream(&text, &n);
 	ALLOC_CHECK(f);
 	fprintf(f, "%s = ", key);
-	write_value(&def, o, f);
+	write_value(&def, o, f, 0);
 	fclose(f);
 	int same = !strcmp(line, text);
 	free(text);
@@ -255,7 +262,7 @@ void config_print_help(FILE *f)
 			print_optim_defaults(f, o->per_optim);
 		} else if (o->type != T_STR || ((const char *)&def + o->offset)[0]) {
 			fputs(" [default: ", f);
-			write_value(&def, o, f);
+			write_value(&def, o, f, 1);
 			fputc(']', f);
 		}
 		fputc('\n', f);
