@@ -129,9 +129,9 @@ static void check_stored(void)
 	free(text);
 }
 
-/* A checkpoint written before the shortest text says
- * "lr = 0.00100000005": the same float as "lr = 0.001", so a resume
- * names no changed hyper-parameter; another value still differs. */
+/* A checkpoint says "lr = 0.00100000005" ("%.9g"), a text written the
+ * shortest way "lr = 0.001": the same float, so a resume names no changed
+ * hyper-parameter; another value still differs. */
 static void check_older_text(void)
 {
 	char a[256], b[256];
