@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "mathfn.h"
+#include "mathfn_seq.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -127,6 +128,41 @@ struct backend {
 	/* dbias (O) = sum over rows of dz (R,O). */
 	void (*bias_grad)(const struct backend *be, float *dbias, const float *dz, int rows,
 			  int cols);
+	/* The attention's products, one per (row, head): for b in [0, batch),
+	 * c_b (M,N) = op(a_b) (M,K) @ op(b_b) (K,N) + beta * c_b, where
+	 * a_b = a + b * sa, b_b = b + b * sb, c_b = c + b * sc, each a
+	 * row-major matrix whose rows lie lda, ldb, ldc floats apart (a head's
+	 * columns of a row's [T, D] tokens: ld D). */
+	void (*matmul_batched)(const struct backend *be, float *c, const float *a, const float *b,
+			       int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
+			       int ldb, int ldc, size_t sa, size_t sb, size_t sc);
+	/* y (R,C) = softmax(scale * x) over each row; with causal, row r is
+	 * query i = r % C of a C x C block and its keys j > i get 0
+	 * (attn_masked). y may alias x. */
+	void (*softmax)(const struct backend *be, float *y, const float *x, int rows, int cols,
+			float scale, int causal);
+	/* dx (R,C) = scale * y * (dy - sum over the row of dy * y): softmax's
+	 * backward from its output y; dx may alias dy. */
+	void (*softmax_backward)(const struct backend *be, float *dx, const float *dy,
+				 const float *y, int rows, int cols, float scale);
+	/* Layer normalization of each row of x (R,C) (mathfn_seq.h): y (R,C),
+	 * and the row's mean and rstd (R each) kept for the backward. */
+	void (*ln_forward)(const struct backend *be, float *y, float *mean, float *rstd,
+			   const float *x, const float *gamma, const float *beta, int rows,
+			   int cols, float eps);
+	/* Its backward: dx (R,C) unless NULL (may alias dy), and dgamma,
+	 * dbeta (C) summed over the rows (overwritten). */
+	void (*ln_backward)(const struct backend *be, float *dx, float *dgamma, float *dbeta,
+			    const float *dy, const float *x, const float *mean, const float *rstd,
+			    const float *gamma, int rows, int cols);
+	/* y (N,C) = row embed_row(ids[i]) of table (V,C) for each of the N ids
+	 * (token ids held as floats). */
+	void (*embed)(const struct backend *be, float *y, const float *ids, const float *table,
+		      int n, int cols, int vocab);
+	/* dtable (V,C) = the sum of dy's rows (N,C) at each row's id
+	 * (overwritten: rows no id names are 0), in id order. */
+	void (*embed_backward)(const struct backend *be, float *dtable, const float *dy,
+			       const float *ids, int n, int cols, int vocab);
 	/* Softmax cross-entropy of logits (R,C) against labels (R). stats (2)
 	 * accumulates {sum of losses, number of correct argmax predictions}.
 	 * When dlogits (R,C) is not NULL it receives scale * (softmax - onehot). */

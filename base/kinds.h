@@ -13,7 +13,8 @@
 	X(ACT_RELU, "relu")                                                    \
 	X(ACT_GELU, "gelu")                                                    \
 	X(ACT_TANH, "tanh")                                                    \
-	X(ACT_SILU, "silu")
+	X(ACT_SILU, "silu")                                                    \
+	X(ACT_GELU_TANH, "gelu_tanh")
 
 /* X(id, name, slots, first slot suffix, second slot suffix, beta1, beta2,
  * weight decay). Slots are TF's names: "<var>/Momentum", "<var>/Adam" (first

@@ -14,6 +14,53 @@
 #define MT_FN static inline
 #endif
 
+/* e^x in float arithmetic without a call or a branch, so that the CPU's
+ * loops over it vectorise: x = n ln2 + r (|r| <= ln2 / 2, Cody and Waite's
+ * two-part ln2), e^r by its Taylor polynomial of degree 7 (relative error
+ * under 3e-8 there), times 2^n built in the exponent bits. x is clamped
+ * to [-87, 88]: below, a tiny normal value stands for 0 (the CPU flushes
+ * denormals anyway). Within 2 ulp of a correctly rounded expf. */
+MT_FN float mt_expf(float x)
+{
+	x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+	/* n = round(x / ln2): adding 1.5 * 2^23 rounds to an integer */
+	float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+	float r = (x - n * 0.693145751953125f) - n * 1.42860676533018704e-6f;
+	float p = 1.0f / 5040.0f;
+	p = p * r + 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	union {
+		uint32_t u;
+		float f;
+	} scale = {.u = (uint32_t)((int32_t)n + 127) << 23};
+	return p * scale.f;
+}
+
+/* erf(x) without a call or a branch (vectorisable): Abramowitz and
+ * Stegun's 7.1.26, 1 - t (a1 + t (a2 + ...)) e^(-x^2), t = 1 / (1 + p|x|),
+ * with the sign restored; absolute error under 1.5e-7 (float's own
+ * rounding near 1). For gelu's exact form. */
+MT_FN float mt_erff(float x)
+{
+	float ax = x < 0.0f ? -x : x;
+	float t = 1.0f / (1.0f + 0.3275911f * ax);
+	float y = 1.061405429f;
+	y = y * t - 1.453152027f;
+	y = y * t + 1.421413741f;
+	y = y * t - 0.284496736f;
+	y = y * t + 0.254829592f;
+	y = 1.0f - y * t * mt_expf(-ax * ax);
+	return x < 0.0f ? -y : y;
+}
+
+/* tanh(x) = 1 - 2 / (e^2x + 1), vectorisable (gelu's tanh form). */
+MT_FN float mt_tanhf(float x) { return 1.0f - 2.0f / (mt_expf(2.0f * x) + 1.0f); }
+
 /* SplitMix64's finaliser: a 64-bit mix, for counter-based random numbers. */
 MT_FN uint64_t mix64(uint64_t x)
 {
@@ -196,16 +243,22 @@ MT_FN float bn_dx(float dy, float xhat, float gamma, float invstd, float dgamma,
 	return gamma * invstd * (dy - (dbeta + xhat * dgamma) * inv_n);
 }
 
-/* act(x): relu, gelu (exact, erf form as in PyTorch), tanh, silu (x *
- * sigmoid(x), PyTorch's nn.SiLU). No default: -Wswitch stops the build
- * when a kind of ACT_KINDS has no case. */
+/* gelu's tanh form (GPT-2, llm.c; PyTorch's GELU(approximate='tanh')):
+ * 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). */
+#define GELU_TANH_C 0.79788456080286536f /* sqrt(2 / pi) */
+
+/* act(x): relu, gelu (exact, erf form as in PyTorch and Keras), tanh,
+ * silu (x * sigmoid(x), PyTorch's nn.SiLU), gelu_tanh. No default:
+ * -Wswitch stops the build when a kind of ACT_KINDS has no case. */
 MT_FN float act_fwd(enum act_kind act, float x)
 {
 	switch (act) {
 	case ACT_RELU: return x > 0.0f ? x : 0.0f;
-	case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+	case ACT_GELU: return 0.5f * x * (1.0f + mt_erff(x * 0.70710678118654752f));
 	case ACT_TANH: return tanhf(x);
 	case ACT_SILU: return x / (1.0f + expf(-x));
+	case ACT_GELU_TANH:
+		return 0.5f * x * (1.0f + mt_tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x)));
 	}
 	return NAN; /* not a kind: loud in the loss */
 }
@@ -216,8 +269,8 @@ MT_FN float act_bwd(enum act_kind act, float x, float dy)
 	switch (act) {
 	case ACT_RELU: return x > 0.0f ? dy : 0.0f;
 	case ACT_GELU: {
-		float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
-		float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+		float cdf = 0.5f * (1.0f + mt_erff(x * 0.70710678118654752f));
+		float pdf = 0.39894228040143268f * mt_expf(-0.5f * x * x);
 		return dy * (cdf + x * pdf);
 	}
 	case ACT_TANH: {
@@ -227,6 +280,11 @@ MT_FN float act_bwd(enum act_kind act, float x, float dy)
 	case ACT_SILU: {
 		float s = 1.0f / (1.0f + expf(-x));
 		return dy * s * (1.0f + x * (1.0f - s));
+	}
+	case ACT_GELU_TANH: {
+		float t = mt_tanhf(GELU_TANH_C * (x + 0.044715f * x * x * x));
+		float du = GELU_TANH_C * (1.0f + 3.0f * 0.044715f * x * x);
+		return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
 	}
 	}
 	return NAN;

@@ -1,8 +1,9 @@
 /* The CUDA backend: backend.h on one GPU per rank. Device memory from plain
  * cudaMalloc, all taken at start-up; cuBLAS for matrix products (fp32 with
  * TF32 off, or bf16 inputs with fp32 accumulation for --precision bf16);
- * the kernels of elementwise.cu and reduce.cu for the rest; everything on
- * one compute stream, which a device communicator orders itself against. */
+ * the kernels of elementwise.cu, reduce.cu and seq.cu for the rest;
+ * everything on one compute stream, which a device communicator orders
+ * itself against. */
 #include "cuda_check.h"
 #include "kernels.h"
 #include "log.h"
@@ -190,6 +191,61 @@ static void cu_bias_grad(const struct backend *be, float *dbias, const float *dz
 	cuda_bias_grad(dbias, dz, rows, cols, stream_of(be));
 }
 
+/* The attention's products: cu_matmul's operands swapped, each matrix
+ * with the contract's leading dimension and stride, one cuBLAS call for
+ * the batch. */
+static void cu_matmul_batched(const struct backend *be, float *c, const float *a,
+			      const float *b, int m, int n, int k, int ta, int tb, float beta,
+			      int batch, int lda, int ldb, int ldc, size_t sa, size_t sb, size_t sc)
+{
+	const struct cuda_ctx *x = ctx_of(be);
+	const float alpha = 1.0f;
+	if (batch <= 0)
+		return;
+	CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+		x->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+		&alpha, b, CUDA_R_32F, ldb, (long long)sb, a, CUDA_R_32F, lda, (long long)sa, &beta,
+		c, CUDA_R_32F, ldc, (long long)sc, batch, x->compute, CUBLAS_GEMM_DEFAULT));
+}
+
+static void cu_softmax(const struct backend *be, float *y, const float *x, int rows, int cols,
+		       float scale, int causal)
+{
+	cuda_softmax(y, x, rows, cols, scale, causal, stream_of(be));
+}
+
+static void cu_softmax_backward(const struct backend *be, float *dx, const float *dy,
+				const float *y, int rows, int cols, float scale)
+{
+	cuda_softmax_backward(dx, dy, y, rows, cols, scale, stream_of(be));
+}
+
+static void cu_ln_forward(const struct backend *be, float *y, float *mean, float *rstd,
+			  const float *x, const float *gamma, const float *beta, int rows,
+			  int cols, float eps)
+{
+	cuda_ln_forward(y, mean, rstd, x, gamma, beta, rows, cols, eps, stream_of(be));
+}
+
+static void cu_ln_backward(const struct backend *be, float *dx, float *dgamma, float *dbeta,
+			   const float *dy, const float *x, const float *mean, const float *rstd,
+			   const float *gamma, int rows, int cols)
+{
+	cuda_ln_backward(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols, stream_of(be));
+}
+
+static void cu_embed(const struct backend *be, float *y, const float *ids, const float *table,
+		     int n, int cols, int vocab)
+{
+	cuda_embed(y, ids, table, n, cols, vocab, stream_of(be));
+}
+
+static void cu_embed_backward(const struct backend *be, float *dtable, const float *dy,
+			      const float *ids, int n, int cols, int vocab)
+{
+	cuda_embed_backward(dtable, dy, ids, n, cols, vocab, stream_of(be));
+}
+
 static void cu_xent(const struct backend *be, float *dlogits, float *stats, const float *logits,
 		    const int32_t *labels, int rows, int classes, float scale)
 {
@@ -283,6 +339,13 @@ static const struct backend cuda_table = {
 	.add = cu_add,
 	.scale = cu_scale,
 	.bias_grad = cu_bias_grad,
+	.matmul_batched = cu_matmul_batched,
+	.softmax = cu_softmax,
+	.softmax_backward = cu_softmax_backward,
+	.ln_forward = cu_ln_forward,
+	.ln_backward = cu_ln_backward,
+	.embed = cu_embed,
+	.embed_backward = cu_embed_backward,
 	.xent = cu_xent,
 	.optim_update = cu_optim_update,
 	.ema_update = cu_ema_update,

@@ -43,3 +43,17 @@ void cuda_optim_update(float *w, const float *g, float *slot1, float *slot2, siz
 void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaStream_t s);
 /* *bad (device) = 1 when any of x (n) is NaN or infinite, else 0. */
 void cuda_nonfinite(unsigned *bad, const float *x, size_t n, cudaStream_t s);
+/* The sequence ops (seq.cu), twins of src/backend_cpu_seq.c. */
+void cuda_softmax(float *y, const float *x, int rows, int cols, float scale, int causal,
+		  cudaStream_t s);
+void cuda_softmax_backward(float *dx, const float *dy, const float *y, int rows, int cols,
+			   float scale, cudaStream_t s);
+void cuda_ln_forward(float *y, float *mean, float *rstd, const float *x, const float *gamma,
+		     const float *beta, int rows, int cols, float eps, cudaStream_t s);
+void cuda_ln_backward(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+		      const float *mean, const float *rstd, const float *gamma, int rows, int cols,
+		      cudaStream_t s);
+void cuda_embed(float *y, const float *ids, const float *table, int n, int cols, int vocab,
+		cudaStream_t s);
+void cuda_embed_backward(float *dtable, const float *dy, const float *ids, int n, int cols,
+			 int vocab, cudaStream_t s);

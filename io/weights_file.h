@@ -29,15 +29,21 @@ int weights_read(const char *path, enum weights_kind *kind, struct ckpt_var **va
 int weights_read_here(const char *path, enum weights_kind *kind, struct ckpt_var **vars,
 		      int *n);
 
-/* One layer of a Keras weights file: its name and its variables (in
- * Keras' order, shapes as Keras has them). */
+/* One layer of a Keras weights file (or a sublayer's group in it): its
+ * name and its variables (in Keras' order, shapes as Keras has them). */
 struct keras_layer_vars {
-	const char *name;              /* e.g. "batch_normalization_1" */
+	const char *name;              /* its group under "layers/", e.g.
+					* "batch_normalization_1",
+					* "multi_head_attention/query_dense" */
+	const char *label;             /* its vars' "name" attribute, the layer's
+					* own name where it differs ("query"), or
+					* NULL: name */
 	int n;                         /* 0 to 4 */
 	const struct ckpt_var *var[4]; /* e.g. gamma, beta, moving mean, variance */
 };
 /* The bytes of a Keras 3 weights file (HDF5) holding layers[0..n) (each a
- * group "layers/<name>/vars", its variables "0", "1", ...) and the model's
+ * group "layers/<name>/vars" named label or name, its variables "0", "1",
+ * ...) and the model's
  * own empty "vars", as Keras writes them: malloc'd, *len bytes, or NULL
  * when HDF5 failed (out of memory). */
 void *keras_h5_image(const struct keras_layer_vars *layers, int n, const char *model,

@@ -216,7 +216,7 @@ void *keras_h5_image(const struct keras_layer_vars *layers, int n, const char *m
 	for (int i = 0; !rc && i < n; i++) {
 		char path[CKPT_NAME_LEN + 32];
 		snprintf(path, sizeof(path), "layers/%s/vars", layers[i].name);
-		hid_t g = vars_group(f, path, layers[i].name);
+		hid_t g = vars_group(f, path, layers[i].label ? layers[i].label : layers[i].name);
 		rc = g < 0;
 		for (int k = 0; !rc && k < layers[i].n; k++)
 			rc = put_var(g, k, layers[i].var[k]) != 0;

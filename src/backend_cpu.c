@@ -3,6 +3,7 @@
  * plain loops over the shared formulas of mathfn.h for the rest. */
 #include "backend.h"
 #include "backend_cpu_conv.h"
+#include "backend_cpu_seq.h"
 #include "check.h"
 
 #include <cblas.h>
@@ -33,12 +34,64 @@ static void cpu_copy(const struct backend *be, void *dst, const void *src, size_
 		memmove(dst, src, bytes);
 }
 
+/* OpenBLAS scales c by beta in a pass of its own before the product, one
+ * float at a time (its sgemm_beta), zeroing included: a tenth of the ViT's
+ * step. A c to be overwritten is cleared here instead (memset, line by
+ * line) and the product added to it (beta 1: no such pass); the same bits,
+ * 0 + x being x. */
+static void cpu_matmul_batched(const struct backend *be, float *c, const float *a, const float *b,
+			       int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
+			       int ldb, int ldc, size_t sa, size_t sb, size_t sc)
+{
+	if (beta == 0.0f) {
+		for (int i = 0; i < batch; i++) {
+			float *ci = c + (size_t)i * sc;
+			if (ldc == n)
+				memset(ci, 0, (size_t)m * n * sizeof(float));
+			else
+				for (int r = 0; r < m; r++)
+					memset(ci + (size_t)r * ldc, 0, (size_t)n * sizeof(float));
+		}
+		beta = 1.0f;
+	}
+	for (int i = 0; i < batch; i++)
+		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+			    tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a + (size_t)i * sa, lda,
+			    b + (size_t)i * sb, ldb, beta, c + (size_t)i * sc, ldc);
+}
+
 static void cpu_matmul(const struct backend *be, float *c, const float *a, const float *b,
 		       int m, int n, int k, int ta, int tb, float beta)
 {
-	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-		    tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
-		    ta ? m : k, b, tb ? k : n, beta, c, n);
+	cpu_matmul_batched(be, c, a, b, m, n, k, ta, tb, beta, 1, ta ? m : k, tb ? k : n, n, 0,
+			   0, 0);
+}
+
+/* a (n) = act(z) and dz (n) = act'(z) * da, each kind its own loop, the
+ * kind a constant in it: act_fwd and act_bwd inline to a few float
+ * operations (mt_expf and friends for gelu, silu, tanh's forms), which
+ * the compiler vectorises. a may alias z, dz da. */
+CPU_WIDE static void act_loop(float *a, const float *z, size_t n, enum act_kind act)
+{
+#define FWD_CASE(id, name)                                                     \
+	case id:                                                               \
+		for (size_t i = 0; i < n; i++)                                 \
+			a[i] = act_fwd(id, z[i]);                              \
+		return;
+	switch (act) { ACT_KINDS(FWD_CASE) }
+#undef FWD_CASE
+}
+
+CPU_WIDE static void act_back_loop(float *dz, const float *da, const float *z, size_t n,
+			  enum act_kind act)
+{
+#define BWD_CASE(id, name)                                                     \
+	case id:                                                               \
+		for (size_t i = 0; i < n; i++)                                 \
+			dz[i] = act_bwd(id, z[i], da[i]);                      \
+		return;
+	switch (act) { ACT_KINDS(BWD_CASE) }
+#undef BWD_CASE
 }
 
 static void cpu_bias_act(const struct backend *be, float *a, float *z, const float *bias,
@@ -48,42 +101,21 @@ static void cpu_bias_act(const struct backend *be, float *a, float *z, const flo
 		float *zr = z + (size_t)r * cols;
 		for (int j = 0; j < cols; j++)
 			zr[j] += bias[j];
-		if (!a)
-			continue;
-		float *ar = a + (size_t)r * cols;
-		if (act == ACT_RELU) /* the common case, kept vectorisable */
-			for (int j = 0; j < cols; j++)
-				ar[j] = zr[j] > 0.0f ? zr[j] : 0.0f;
-		else
-			for (int j = 0; j < cols; j++)
-				ar[j] = act_fwd(act, zr[j]);
+		if (a)
+			act_loop(a + (size_t)r * cols, zr, (size_t)cols, act);
 	}
 }
 
 static void cpu_act_backward(const struct backend *be, float *dz, const float *da, const float *z,
 			     size_t n, enum act_kind act)
 {
-	if (act == ACT_RELU) { /* both loaded unconditionally: vectorises */
-		for (size_t i = 0; i < n; i++) {
-			float d = da[i];
-			dz[i] = z[i] > 0.0f ? d : 0.0f;
-		}
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		dz[i] = act_bwd(act, z[i], da[i]);
+	act_back_loop(dz, da, z, n, act);
 }
 
 static void cpu_act_forward(const struct backend *be, float *a, const float *z, size_t n,
 			    enum act_kind act)
 {
-	if (act == ACT_RELU) { /* the common case, kept vectorisable */
-		for (size_t i = 0; i < n; i++)
-			a[i] = z[i] > 0.0f ? z[i] : 0.0f;
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		a[i] = act_fwd(act, z[i]);
+	act_loop(a, z, n, act);
 }
 
 static void cpu_dropout(const struct backend *be, float *y, const float *x, int rows, int cols,
@@ -224,7 +256,7 @@ static void cpu_bn_backward(const struct backend *be, float *dx, const float *dy
 	}
 }
 
-static void cpu_add(const struct backend *be, float *y, const float *a, const float *b,
+CPU_WIDE static void cpu_add(const struct backend *be, float *y, const float *a, const float *b,
 		    size_t n, float *out, enum act_kind act)
 {
 	enum { BLOCK = 256 }; /* the activation while the block is in L1 */
@@ -393,6 +425,13 @@ const struct backend *backend_cpu(void)
 		.bn_backward = cpu_bn_backward,
 		.add = cpu_add,
 		.scale = cpu_scale,
+		.matmul_batched = cpu_matmul_batched,
+		.softmax = cpu_softmax,
+		.softmax_backward = cpu_softmax_backward,
+		.ln_forward = cpu_ln_forward,
+		.ln_backward = cpu_ln_backward,
+		.embed = cpu_embed,
+		.embed_backward = cpu_embed_backward,
 		.xent = cpu_xent,
 		.optim_update = cpu_optim_update,
 		.ema_update = cpu_ema_update,

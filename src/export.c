@@ -193,9 +193,10 @@ static int fill_registry(const char *ckpt, const struct model *model, const stru
 static void *keras_file(const struct model *model, const float *host_w, const char *config,
 			int whole, size_t *len)
 {
-	struct keras_layer_vars *layers = xcalloc((size_t)model->n_layers + 2, sizeof(*layers));
+	size_t room = (size_t)keras_group_room(model);
+	struct keras_layer_vars *layers = xcalloc(room, sizeof(*layers));
 	struct ckpt_var *views = xcalloc((size_t)model->reg.n + 1, sizeof(*views));
-	char(*names)[PARAM_NAME_LEN] = xcalloc((size_t)model->n_layers + 2, sizeof(*names));
+	char(*names)[PARAM_NAME_LEN] = xcalloc(room, sizeof(*names));
 	int n = keras_layer_vars(model, host_w, whole, layers, views, names);
 	size_t h5_len = 0;
 	void *h5 = keras_h5_image(layers, n, "mtrain", &h5_len), *bytes = h5;

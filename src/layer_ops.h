@@ -23,8 +23,8 @@ struct layer_ops {
 			     * passes), where it alone takes this one's output */
 	int no_x_back; /* its backward never reads its input */
 	int merge;     /* adds its inputs: the model gives dy to each (no backward) */
-	int image;     /* works on {H, W, C} windows (conv2d, the pools): a flat
-			* row would be a 1x1 image */
+	int image;     /* works on {H, W, C} images (conv2d, the pools, tokens): a
+			* flat row would be a 1x1 image */
 };
 
 /* A layer's ops tell c->ready that its trainable variables' gradients,
@@ -43,3 +43,40 @@ void layer_bn_forward(struct layer *l, const struct layer_ctx *c);
 void layer_bn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
 void layer_bn_update_state(struct layer *l, const struct layer_ctx *c);
 double layer_bn_flops(const struct layer *l);
+
+/* Glorot-uniform values for variable var (of ndim dims), with Keras'
+ * fans: a matrix's rows and columns; a bigger kernel's last two
+ * dimensions times the product of the others. */
+void layer_glorot(const struct layer *l, int var, struct rng *r, float *host_w, int ndim,
+		  const long *dims);
+
+/* The sequence layers (layer_seq.c, layer_attn.c); a sequence of T tokens
+ * of width D is the row {1, T, D}. */
+/* 0, or -1 with why when l's input is no sequence. */
+int layer_needs_seq(const struct layer *l, char *why, size_t len);
+int layer_ln_shape(struct layer *l, int classes, char *why, size_t len);
+void layer_ln_vars(struct layer *l, struct params *reg, const char *name, int trainable);
+void layer_ln_init(const struct layer *l, struct rng *r, float *host_w);
+void layer_ln_forward(struct layer *l, const struct layer_ctx *c);
+void layer_ln_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
+double layer_ln_flops(const struct layer *l);
+int layer_attn_shape(struct layer *l, int classes, char *why, size_t len);
+void layer_attn_vars(struct layer *l, struct params *reg, const char *name, int trainable);
+void layer_attn_init(const struct layer *l, struct rng *r, float *host_w);
+void layer_attn_forward(struct layer *l, const struct layer_ctx *c);
+void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
+double layer_attn_flops(const struct layer *l);
+int layer_embed_shape(struct layer *l, int classes, char *why, size_t len);
+void layer_embed_vars(struct layer *l, struct params *reg, const char *name, int trainable);
+void layer_embed_init(const struct layer *l, struct rng *r, float *host_w);
+void layer_embed_forward(struct layer *l, const struct layer_ctx *c);
+void layer_embed_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
+			  float *dx);
+double layer_embed_flops(const struct layer *l);
+int layer_pos_shape(struct layer *l, int classes, char *why, size_t len);
+void layer_pos_vars(struct layer *l, struct params *reg, const char *name, int trainable);
+void layer_pos_init(const struct layer *l, struct rng *r, float *host_w);
+void layer_pos_forward(struct layer *l, const struct layer_ctx *c);
+void layer_pos_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
+double layer_pos_flops(const struct layer *l);
+int layer_tokens_shape(struct layer *l, int classes, char *why, size_t len);

@@ -44,13 +44,28 @@ static int int_arg(const char *s, int hi, int *out)
 	return 0;
 }
 
+/* A rate in [0, 1): 0, or -1. */
+static int rate_arg(const char *s, float *out)
+{
+	char *end;
+	errno = 0;
+	double r = strtod(s, &end);
+	if (!*s || *end || errno || !(r >= 0.0 && r < 1.0))
+		return -1;
+	*out = (float)r;
+	return 0;
+}
+
 /* Other frameworks' words for these layers (Keras' classes, PyTorch's
  * modules), for "did you mean"; compared as kind_near does. */
 static const char *const layer_aliases[][2] = {
 	{"linear", "dense"}, {"fc", "dense"}, {"maxpooling2d", "maxpool2d"},
 	{"averagepooling2d", "avgpool2d"}, {"globalaveragepooling2d", "globalavgpool"},
 	{"adaptiveavgpool2d", "globalavgpool"}, {"batchnormalization", "batchnorm"},
-	{"bn", "batchnorm"}, {"swish", "silu"},
+	{"bn", "batchnorm"}, {"swish", "silu"}, {"layernormalization", "layernorm"},
+	{"ln", "layernorm"}, {"multiheadattention", "attention"}, {"mha", "attention"},
+	{"selfattention", "attention"}, {"positionembedding", "posembed"},
+	{"reshape", "tokens"}, {"patches", "tokens"},
 };
 
 /* One layer's text (NUL-terminated, at most 63 bytes; its colons become
@@ -94,15 +109,32 @@ static int parse_one(char *text, struct layer_spec *s, const char **why)
 			return -1;
 		s->stride = s->size;
 		return args > 1 && int_arg(arg[2], 64, &s->stride) ? -1 : 0;
-	case LAYER_DROPOUT: {
+	case LAYER_DROPOUT:
+		if (rate_arg(arg[1], &s->rate))
+			return *why = "dropout:RATE with 0 <= RATE < 1", -1;
+		return 0;
+	case LAYER_LAYERNORM: {
 		char *end;
 		errno = 0;
-		double r = strtod(arg[1], &end);
-		if (!*arg[1] || *end || errno || !(r >= 0.0 && r < 1.0))
-			return *why = "dropout:RATE with 0 <= RATE < 1", -1;
-		s->rate = (float)r;
+		double e = args ? strtod(arg[1], &end) : 1e-3;
+		if (args && (!*arg[1] || *end || errno || !(e > 0.0 && e < 1.0)))
+			return *why = "layernorm[:EPSILON] with 0 < EPSILON < 1", -1;
+		s->eps = (float)e;
 		return 0;
 	}
+	case LAYER_ATTENTION:
+		if (int_arg(arg[1], LAYER_HEADS_MAX, &s->units))
+			return -1;
+		for (int a = 2; a <= args; a++) {
+			if (!strcmp(arg[a], "causal") && !s->causal && a == 2)
+				s->causal = 1;
+			else if (a == args && !rate_arg(arg[a], &s->rate))
+				;
+			else
+				return *why = "attention:HEADS[:causal][:DROPOUT] with 0 <= DROPOUT < 1", -1;
+		}
+		return 0;
+	case LAYER_EMBEDDING: return int_arg(arg[1], LAYER_UNITS_MAX, &s->units);
 	default: return 0;
 	}
 }
@@ -405,6 +437,18 @@ const char *layer_spec_text(const struct layer_spec *spec, int n, char *buf, siz
 			break;
 		case LAYER_DROPOUT:
 			w = snprintf(buf + used, len - used, "%s%s:%g", sep, name, (double)s->rate);
+			break;
+		case LAYER_LAYERNORM:
+			w = snprintf(buf + used, len - used, "%s%s:%g", sep, name, (double)s->eps);
+			break;
+		case LAYER_ATTENTION:
+			w = snprintf(buf + used, len - used, "%s%s:%d%s", sep, name, s->units,
+				     s->causal ? ":causal" : "");
+			if (w > 0 && s->rate > 0.0f && used + (size_t)w < len)
+				w += snprintf(buf + used + w, len - used - (size_t)w, ":%g", (double)s->rate);
+			break;
+		case LAYER_EMBEDDING:
+			w = snprintf(buf + used, len - used, "%s%s:%d", sep, name, s->units);
 			break;
 		case LAYER_ADD: w = snprintf(buf + used, len - used, "]"); break;
 		default: w = snprintf(buf + used, len - used, "%s%s", sep, name); break;

@@ -21,6 +21,7 @@
 #define LAYER_SPEC_MAX 512
 #define LAYER_REPEAT_MAX 1000
 #define LAYER_UNITS_MAX 65536
+#define LAYER_HEADS_MAX 1024
 
 /* X(id, name, arguments at least, at most, usage for error lines), each
  * row's defaults beside it. The activations follow as kinds of their own,
@@ -38,6 +39,16 @@
 	/* 0 <= RATE < 1 */                                                    \
 	X(LAYER_DROPOUT, "dropout", 1, 1, "dropout:RATE")                      \
 	X(LAYER_BATCHNORM, "batchnorm", 0, 0, "batchnorm")                    \
+	/* epsilon 1e-3 (Keras'; PyTorch, nanoGPT and llm.c use 1e-5) */      \
+	X(LAYER_LAYERNORM, "layernorm", 0, 1, "layernorm[:EPSILON]")           \
+	/* self-attention over a sequence's tokens, key_dim = width / HEADS */ \
+	X(LAYER_ATTENTION, "attention", 1, 3, "attention:HEADS[:causal][:DROPOUT]") \
+	/* token ids (the data's vocabulary) to vectors of DIM */             \
+	X(LAYER_EMBEDDING, "embedding", 1, 1, "embedding:DIM")                 \
+	/* a learned vector added at each position (keras_hub's) */           \
+	X(LAYER_POSEMBED, "posembed", 0, 0, "posembed")                        \
+	/* an image's pixels as a sequence of tokens [H*W, C] (Reshape) */     \
+	X(LAYER_TOKENS, "tokens", 0, 0, "tokens")                              \
 	/* written as a block: [MAIN] or [MAIN|SHORTCUT] */                   \
 	X(LAYER_ADD, "add", 0, 0, "a block, [MAIN] or [MAIN|SHORTCUT]")
 
@@ -60,12 +71,16 @@ extern const char *const layer_names[];
 struct layer_spec {
 	enum layer_kind kind;
 	int units;   /* dense: output width, 0 for the classes; conv2d: filters;
-		      * add: the layers of its block's main path */
+		      * attention: heads; embedding: width; add: the layers of
+		      * its block's main path */
 	int size;    /* conv2d: kernel height = width; pools: window; add: the
 		      * layers of its block's shortcut (0: the identity) */
 	int stride;  /* conv2d: 1 by default; pools: size by default */
 	int same;    /* conv2d: 1 for 'same' padding (default), 0 for 'valid' */
-	float rate;  /* dropout: fraction of units zeroed while training */
+	float rate;  /* dropout, attention: fraction of units (attention:
+		      * probabilities) zeroed while training */
+	float eps;   /* layernorm: added to the variance, default 1e-3 */
+	int causal;  /* attention: a token attends to those before it only */
 	int from[2]; /* the layers whose outputs it takes, as distances back
 		      * from it: 1 (or 0) the layer before; distance i + 1 from
 		      * layer i is the model's input. LAYER_ADD: {the main path's

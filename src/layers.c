@@ -24,12 +24,26 @@ static void bias_and_act(struct layer *l, const struct layer_ctx *c, int rows, i
 			l->act >= 0 ? (enum act_kind)l->act : ACT_RELU);
 }
 
-/* dense: y (R,O) = x (R,I) @ kernel (I,O) + bias (O), on the flattened row. */
+/* dense: y (R,O) = x (R,I) @ kernel (I,O) + bias (O), on the flattened row;
+ * on a sequence, on each token's last axis (Keras' Dense on [T, D]): the
+ * rows are then R * T tokens of I = D. */
 static int dense_shape(struct layer *l, int classes, char *why, size_t len)
 {
-	set_flat(l->out, l->spec.units ? (size_t)l->spec.units : (size_t)classes);
+	int units = l->spec.units ? l->spec.units : classes;
+	if (l->in_seq) {
+		l->out[0] = 1;
+		l->out[1] = l->in[1];
+		l->out[2] = units;
+	} else {
+		set_flat(l->out, (size_t)units);
+	}
 	return 0;
 }
+
+/* Rows of one product (a row's tokens on a sequence) and their width. */
+static int dense_tokens(const struct layer *l) { return l->in_seq ? l->in[1] : 1; }
+static size_t dense_in(const struct layer *l) { return l->in_seq ? (size_t)l->in[2] : l->in_size; }
+static size_t dense_out(const struct layer *l) { return l->in_seq ? (size_t)l->out[2] : l->out_size; }
 
 /* dense's and conv2d's variables: name/kernel of shape kdims[0..kndim)
  * and name/bias of its last dimension. */
@@ -44,51 +58,60 @@ static void kernel_and_bias(struct layer *l, struct params *reg, const char *nam
 	l->n_vars = 2;
 }
 
-/* A Glorot-uniform kernel of n values at host_w + l->var[0] (Keras'
- * default; the bias stays 0). */
-static void glorot_kernel(const struct layer *l, struct rng *r, float *host_w, size_t n,
-			  size_t fan_in, size_t fan_out)
+void layer_glorot(const struct layer *l, int var, struct rng *r, float *host_w, int ndim,
+		  const long *dims)
 {
+	/* Keras' compute_fans: a matrix's rows and columns; beyond, the last
+	 * two dimensions times the product of the others (a conv2d kernel's
+	 * window, an EinsumDense kernel's first axes) */
+	double field = 1, n = 1;
+	for (int i = 0; i < ndim; i++) {
+		n *= (double)dims[i];
+		if (i < ndim - 2)
+			field *= (double)dims[i];
+	}
+	double fan_in = (double)dims[ndim - 2] * field, fan_out = (double)dims[ndim - 1] * field;
 	float limit = sqrtf(6.0f / (float)(fan_in + fan_out));
-	float *k = host_w + l->var[0];
-	for (size_t i = 0; i < n; i++)
+	float *k = host_w + l->var[var];
+	for (size_t i = 0; i < (size_t)n; i++)
 		k[i] = (2.0f * rng_uniform(r) - 1.0f) * limit;
 }
 
 static void dense_vars(struct layer *l, struct params *reg, const char *name, int trainable)
 {
-	long kdims[2] = {(long)l->in_size, (long)l->out_size};
+	long kdims[2] = {(long)dense_in(l), (long)dense_out(l)};
 	if (trainable)
 		kernel_and_bias(l, reg, name, 2, kdims);
 }
 
 static void dense_init(const struct layer *l, struct rng *r, float *host_w)
 {
-	glorot_kernel(l, r, host_w, l->in_size * l->out_size, l->in_size, l->out_size);
+	const long kdims[2] = {(long)dense_in(l), (long)dense_out(l)};
+	layer_glorot(l, 0, r, host_w, 2, kdims);
 }
 
 static void dense_forward(struct layer *l, const struct layer_ctx *c)
 {
 	const struct backend *be = c->be;
-	int in = (int)l->in_size, out = (int)l->out_size;
-	be->matmul(be, l->y, c->x, c->w[0], c->rows, out, in, 0, 0, 0.0f);
-	bias_and_act(l, c, c->rows, out);
+	int in = (int)dense_in(l), out = (int)dense_out(l), rows = c->rows * dense_tokens(l);
+	be->matmul(be, l->y, c->x, c->w[0], rows, out, in, 0, 0, 0.0f);
+	bias_and_act(l, c, rows, out);
 }
 
 static void dense_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
 	const struct backend *be = c->be;
-	int in = (int)l->in_size, out = (int)l->out_size;
-	be->matmul(be, c->g[0], c->x, dy, in, out, c->rows, 1, 0, 0.0f);
-	be->bias_grad(be, c->g[1], dy, c->rows, out);
-	layer_grads_ready(c, 1, l->out_size);
+	int in = (int)dense_in(l), out = (int)dense_out(l), rows = c->rows * dense_tokens(l);
+	be->matmul(be, c->g[0], c->x, dy, in, out, rows, 1, 0, 0.0f);
+	be->bias_grad(be, c->g[1], dy, rows, out);
+	layer_grads_ready(c, 1, (size_t)out);
 	if (dx)
-		be->matmul(be, dx, dy, c->w[0], c->rows, in, out, 0, 1, 0.0f);
+		be->matmul(be, dx, dy, c->w[0], rows, in, out, 0, 1, 0.0f);
 }
 
 static double dense_flops(const struct layer *l)
 {
-	return 2.0 * (double)l->in_size * (double)l->out_size;
+	return 2.0 * dense_tokens(l) * (double)dense_in(l) * (double)dense_out(l);
 }
 
 /* The activations (relu, gelu, ...): y = act(x), element-wise, any
@@ -115,10 +138,11 @@ static void act_backward(struct layer *l, const struct layer_ctx *c, const float
 				    (enum act_kind)layer_spec_act(&l->spec));
 }
 
-/* flatten: the same values as one row of H * W * C. */
+/* flatten: the same values as one row of H * W * C (or T * D). */
 static int flatten_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	set_flat(l->out, l->in_size);
+	l->seq = 0;
 	return 0;
 }
 
@@ -200,6 +224,9 @@ static int set_window(struct layer *l, int kh, int kw, int sh, int sw, int same,
 static int conv_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	const struct layer_spec *s = &l->spec;
+	if (l->in_seq)
+		return snprintf(why, len, "takes images [H, W, C], but its input is a sequence "
+				"of %d tokens of %d", l->in[1], l->in[2]), -1;
 	if (set_window(l, s->size, s->size, s->stride, s->stride, s->same, why, len))
 		return -1;
 	l->out[0] = l->win.oh;
@@ -221,9 +248,8 @@ static void conv_vars(struct layer *l, struct params *reg, const char *name, int
 /* Glorot-uniform over fan_in = kh*kw*in and fan_out = kh*kw*out (Keras). */
 static void conv_init(const struct layer *l, struct rng *r, float *host_w)
 {
-	size_t area = (size_t)l->spec.size * l->spec.size;
-	glorot_kernel(l, r, host_w, area * l->in[2] * l->spec.units, area * l->in[2],
-		      area * l->spec.units);
+	const long kdims[4] = {l->spec.size, l->spec.size, l->in[2], l->spec.units};
+	layer_glorot(l, 0, r, host_w, 4, kdims);
 }
 
 /* The rows of one im2col and product: as many whole images as the
@@ -290,6 +316,11 @@ static int pool_shape(struct layer *l, int classes, char *why, size_t len)
 {
 	const struct layer_spec *s = &l->spec;
 	int global = s->kind == LAYER_GLOBALAVGPOOL;
+	/* over a sequence: the mean over its tokens (GlobalAveragePooling1D) */
+	if (l->in_seq && !global)
+		return snprintf(why, len, "takes images [H, W, C], but its input is a sequence "
+				"of %d tokens of %d", l->in[1], l->in[2]), -1;
+	l->seq = 0;
 	if (global ? set_window(l, l->in[0], l->in[1], 1, 1, 0, why, len)
 		   : set_window(l, s->size, s->size, s->stride, s->stride, 0, why, len))
 		return -1;
@@ -344,6 +375,25 @@ static const struct layer_ops table[] = {
 			   .no_x_back = 1},
 	[LAYER_ADD] = {.layer = "add", .shape = same_shape, .forward = add_forward, .flops = add_flops,
 		       .in_place = 1, .no_x_back = 1, .merge = 1, .fuses_act = 1},
+	[LAYER_LAYERNORM] = {.keras = "layer_normalization", .shape = layer_ln_shape,
+			     .vars = layer_ln_vars, .init = layer_ln_init,
+			     .forward = layer_ln_forward, .backward = layer_ln_backward,
+			     .flops = layer_ln_flops},
+	[LAYER_ATTENTION] = {.keras = "multi_head_attention", .shape = layer_attn_shape,
+			     .vars = layer_attn_vars, .init = layer_attn_init,
+			     .forward = layer_attn_forward, .backward = layer_attn_backward,
+			     .flops = layer_attn_flops},
+	[LAYER_EMBEDDING] = {.keras = "embedding", .shape = layer_embed_shape,
+			     .vars = layer_embed_vars, .init = layer_embed_init,
+			     .forward = layer_embed_forward, .backward = layer_embed_backward,
+			     .flops = layer_embed_flops},
+	[LAYER_POSEMBED] = {.keras = "position_embedding", .shape = layer_pos_shape,
+			    .vars = layer_pos_vars, .init = layer_pos_init,
+			    .forward = layer_pos_forward, .backward = layer_pos_backward,
+			    .flops = layer_pos_flops, .in_place = 1, .no_x_back = 1},
+	[LAYER_TOKENS] = {.layer = "reshape", .shape = layer_tokens_shape,
+			  .backward = flatten_backward, .flops = no_flops, .in_place = 1,
+			  .alias = 1, .no_x_back = 1, .image = 1},
 	[LAYER_BATCHNORM] = {.keras = "batch_normalization", .shape = layer_bn_shape,
 			     .vars = layer_bn_vars, .init = layer_bn_init,
 			     .forward = layer_bn_forward, .backward = layer_bn_backward,
@@ -368,6 +418,7 @@ int layer_shape(struct layer *l, int classes, char *why, size_t len)
 		check_fail("layers", "layer_shape", what, __FILE__, __LINE__);
 	}
 	l->in_size = (size_t)l->in[0] * l->in[1] * l->in[2];
+	l->seq = l->in_seq; /* a kind's shape says where it changes */
 	if (o->shape(l, classes, why, len))
 		return -1;
 	l->out_size = (size_t)l->out[0] * l->out[1] * l->out[2];
@@ -379,6 +430,8 @@ const char *layer_keras_name(const struct layer *l) { return table[l->spec.kind]
 const char *layer_class_name(const struct layer *l)
 {
 	const struct layer_ops *o = &table[l->spec.kind];
+	if (l->spec.kind == LAYER_GLOBALAVGPOOL && l->in_seq)
+		return "global_average_pooling1d"; /* over tokens */
 	return o->layer ? o->layer : o->keras;
 }
 

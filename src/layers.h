@@ -24,14 +24,24 @@ typedef void (*grad_ready_fn)(void *ctx, float *g, size_t n);
  * returns (--sync-bn's statistics). */
 typedef void (*sum_fn)(void *ctx, float *buf, size_t n);
 
+/* Most variables a layer has: attention's query, key, value and output
+ * kernels and biases. */
+#define LAYER_VARS_MAX 8
+
 /* One layer of a model. */
 struct layer {
 	struct layer_spec spec;
-	int in[3], out[3];        /* {H, W, C} of one row in and out */
+	int in[3], out[3];        /* {H, W, C} of one row in and out; a sequence of
+				   * T tokens of width D is {1, T, D} */
+	int in_seq, seq;          /* its input, its output is a sequence of tokens:
+				   * per-token layers (dense, layernorm) act on the
+				   * last axis of each of its in[1] tokens */
+	int vocab;                /* embedding: the token ids' range, the data's */
 	size_t in_size, out_size; /* floats per row: H * W * C */
 	int n_vars;               /* 0; 2 (kernel and bias; gamma and beta); 4
-				   * (batchnorm's, then moving mean and variance) */
-	size_t var[4];            /* their offsets in the flat buffers */
+				   * (batchnorm's, then moving mean and variance);
+				   * 8 (attention's query, key, value, output) */
+	size_t var[LAYER_VARS_MAX]; /* their offsets in the flat buffers */
 	int act;                  /* the activation (enum act_kind) this layer
 				   * applies in its own pass, for the layer after
 				   * it (layer_fuses), or -1 */
@@ -65,6 +75,13 @@ struct layer {
 	float *aux;               /* (aux_size) batchnorm: the batch's mean and
 				   * variance (C each), backward sums (2C), scratch (C) */
 	int aux_rows;             /* batchnorm: the rows of the batch in aux */
+	size_t keep_size;         /* floats per row its forward keeps for its
+				   * backward (attention's queries, keys, values,
+				   * probabilities and context; layernorm's mean and
+				   * rstd), planned in the arena */
+	size_t work_size;         /* floats per row of scratch within one forward or
+				   * backward call (attention's gradients), planned */
+	float *keep;              /* (R, keep_size) in the arena, or NULL */
 };
 
 /* What a layer's forward, backward and state update may touch besides the
@@ -79,10 +96,13 @@ struct layer_ctx {
 	const float *x2;          /* (R, in_size) an add's second input, else NULL */
 	float *act_y;             /* (R, out_size) where the activation it applies
 				   * (layer.act) writes: the next layer's y; else NULL */
-	float *w[4];              /* its variables in the model's w, layer.var's
+	float *w[LAYER_VARS_MAX]; /* its variables in the model's w, layer.var's
 				   * order: e.g. dense kernel (in_size, out_size), bias
 				   * (out_size) */
-	float *g[4];              /* their gradients' places in the model's g */
+	float *g[LAYER_VARS_MAX]; /* their gradients' places in the model's g */
+	float *keep;              /* (R, layer.keep_size) what its forward keeps for its
+				   * backward, or NULL */
+	float *work;              /* (R, layer.work_size) its backward's scratch, or NULL */
 	float *cols;              /* (R, the model's largest cols_size) conv2d's
 				   * im2col buffer, shared by every layer */
 	uint64_t seed;            /* dropout's masks: the layer's own seed */

@@ -52,9 +52,11 @@ int model_check_images(const struct config *cfg, const struct layer_spec *spec, 
 	int d = data[2], i = 0;
 	if (data[0] != 1 || data[1] != 1 || cfg->input_shape[0])
 		return 0;
-	while (i < n && !layer_kind_image(spec[i].kind))
+	/* Up to an embedding, which makes a sequence of flat rows of ids (a
+	 * pool after it is over tokens) */
+	while (i < n && !layer_kind_image(spec[i].kind) && spec[i].kind != LAYER_EMBEDDING)
 		i++;
-	if (i == n)
+	if (i == n || spec[i].kind == LAYER_EMBEDDING)
 		return 0;
 	/* An example that fits: a square of one channel or of three. */
 	char fits[64];
@@ -94,6 +96,8 @@ static int plan_shapes(struct model *m, const struct layer_spec *spec, int n, in
 				   __FILE__, __LINE__);
 		const int *shape = l->src[0] < 0 ? m->in : m->layer[l->src[0]].out;
 		memcpy(l->in, shape, sizeof(l->in));
+		l->in_seq = l->src[0] >= 0 && m->layer[l->src[0]].seq;
+		l->vocab = m->vocab;
 		if (l->n_src == 2) {
 			const int *other = l->src[1] < 0 ? m->in : m->layer[l->src[1]].out;
 			char a[48], b[48];
@@ -163,7 +167,14 @@ static void plan_vars(struct model *m, int n)
 int model_plan(struct model *m, const struct layer_spec *spec, int n, const int in[3],
 	       int classes, uint64_t seed)
 {
+	return model_plan_vocab(m, spec, n, in, classes, 0, seed);
+}
+
+int model_plan_vocab(struct model *m, const struct layer_spec *spec, int n, const int in[3],
+		     int classes, int vocab, uint64_t seed)
+{
 	memset(m, 0, sizeof(*m));
+	m->vocab = vocab;
 	memcpy(m->in, in, sizeof(m->in));
 	m->in_dim = in[0] * in[1] * in[2];
 	m->classes = classes;
@@ -224,11 +235,13 @@ static void use_layout(struct model *m, int training)
 		return;
 	size_t R = training ? train_rows(m, m->max_rows) : (size_t)m->max_rows;
 	const size_t *at = training ? m->y_at : m->y_eval_at;
+	const size_t *keep = training ? m->keep_at : m->keep_eval_at;
 	for (int i = 0; i < m->n_layers; i++) {
 		struct layer *l = &m->layer[i];
 		l->y = l->drops_y ? NULL /* never kept: act(y) stands for it */
 			: at[i] != MODEL_NO_BUFFER ? m->arena + R * at[i]
 			: l->src[0] < 0 ? m->x : m->layer[l->src[0]].y; /* an alias */
+		l->keep = keep[i] != MODEL_NO_BUFFER ? m->arena + R * keep[i] : NULL;
 	}
 	m->layout = training;
 }
@@ -386,7 +399,7 @@ static struct layer_ctx layer_ctx(const struct model *m, int i, int rows, int tr
 			      .x2 = l->n_src < 2 ? NULL
 				  : l->src[1] < 0 ? m->x : m->layer[l->src[1]].y,
 			      .act_y = l->act >= 0 ? m->layer[i + 1].y : NULL,
-			      .cols = m->cols, .seed = m->seed ^ (uint64_t)i << 56,
+			      .cols = m->cols, .keep = l->keep, .seed = m->seed ^ (uint64_t)i << 56,
 			      .step = m->step, .row0 = m->row0, .sum = m->sum,
 			      .sum_ctx = m->sum_ctx, .global_rows = m->global_rows,
 			      .ready = ready, .ready_ctx = ready_ctx};
@@ -463,6 +476,8 @@ void model_layer_backward(struct model *m, int i, int rows, grad_ready_fn ready,
 		return;
 	}
 	struct layer_ctx c = layer_ctx(m, i, rows, 1, ready, ctx);
+	if (m->work_at[i] != MODEL_NO_BUFFER)
+		c.work = m->arena + train_rows(m, m->max_rows) * m->work_at[i];
 	float *dx = !l->needs_dx[0] ? NULL : l->accumulate[0] ? m->acc : m->layer[l->src[0]].dy;
 	layer_backward(l, &c, l->dy, dx);
 	if (dx == m->acc)

@@ -39,6 +39,13 @@ struct model {
 				* MODEL_NO_BUFFER: none (an alias, or no gradient) */
 	size_t arena_per_row;  /* the arena's floats per row of a training call */
 	size_t unplanned_per_row; /* what the same buffers would take apart */
+	size_t keep_at[MODEL_MAX_LAYERS], keep_eval_at[MODEL_MAX_LAYERS]; /* what each
+				* layer's forward keeps for its backward (training),
+				* or uses (evaluating), MODEL_NO_BUFFER: none */
+	size_t work_at[MODEL_MAX_LAYERS]; /* each layer's backward scratch */
+	size_t keep_per_row;   /* floats all layers keep (attention's scores
+				* among them), per row, before the plan shares */
+	int vocab;             /* the token ids' range of data of tokens, else 0 */
 	size_t y_eval_at[MODEL_MAX_LAYERS]; /* each layer's output when evaluating
 				* (forward only: nothing kept for a backward) */
 	size_t eval_per_row;   /* the arena's floats per row of an evaluation */
@@ -103,6 +110,10 @@ int model_check_images(const struct config *cfg, const struct layer_spec *spec, 
  * differ in shape). */
 int model_plan(struct model *m, const struct layer_spec *spec, int n, const int in[3],
 	       int classes, uint64_t seed);
+/* model_plan for input rows of token ids in [0, vocab) (vocab 0: rows of
+ * values, as model_plan): an embedding layer takes them. */
+int model_plan_vocab(struct model *m, const struct layer_spec *spec, int n, const int in[3],
+		     int classes, int vocab, uint64_t seed);
 /* model_plan and model_alloc of the MLP in_dim -> hidden (act) -> classes,
  * for tests and tools; aborts if it cannot be laid out. */
 void model_init(struct model *m, const struct backend *be, int in_dim, int classes,

@@ -139,6 +139,31 @@ static int output_spans(const struct model *m, int n, struct span *sp, int *ysto
 	return k;
 }
 
+/* A span for each layer's own memory from k on (kstore[i], wstore[i]:
+ * layer i's, -1 for none): what its forward keeps, alive until its
+ * backward reads it (training; evaluating, its forward only), and the
+ * scratch of its backward (training). Returns the spans in all. */
+static int own_spans(const struct model *m, int n, struct span *sp, int k, int *kstore,
+		     int *wstore, int training)
+{
+	int back0 = 2 * n - 1;
+	for (int i = 0; i < n; i++) {
+		const struct layer *l = &m->layer[i];
+		int back = training && l->backward;
+		kstore[i] = wstore[i] = -1;
+		if (l->keep_size) {
+			kstore[i] = k;
+			sp[k++] = (struct span){(l->keep_size + 15) / 16 * 16, 0, i,
+						back ? back0 - i : i};
+		}
+		if (l->work_size && back) {
+			wstore[i] = k;
+			sp[k++] = (struct span){(l->work_size + 15) / 16 * 16, 0, back0 - i, back0 - i};
+		}
+	}
+	return k;
+}
+
 /* The arena's plan: every output that is not its input's (an alias) and
  * every gradient a layer's backward reads get a span; a layer that alone
  * gives its input's gradient, and can write it over its own (in place),
@@ -146,9 +171,11 @@ static int output_spans(const struct model *m, int n, struct span *sp, int *ysto
 void model_plan_arena(struct model *m, int n)
 {
 	int *ystore = xmalloc(sizeof(int) * (size_t)n), *dstore = xmalloc(sizeof(int) * (size_t)n);
-	struct span *sp = xcalloc(2 * (size_t)n, sizeof(*sp));
+	struct span *sp = xcalloc(4 * (size_t)n, sizeof(*sp));
+	int *kstore = xmalloc(sizeof(int) * (size_t)n), *wstore = xmalloc(sizeof(int) * (size_t)n);
 	int back0 = 2 * n - 1; /* backward of layer i: back0 - i */
 	int k = output_spans(m, n, sp, ystore, 1);
+	k = own_spans(m, n, sp, k, kstore, wstore, 1);
 	m->unplanned_per_row = 0;
 	for (int j = 0; j < k; j++)
 		m->unplanned_per_row += sp[j].size;
@@ -190,13 +217,22 @@ void model_plan_arena(struct model *m, int n)
 	for (int i = 0; i < n; i++) {
 		m->y_at[i] = ystore[i] >= 0 ? sp[ystore[i]].at : MODEL_NO_BUFFER;
 		m->dy_at[i] = dstore[i] >= 0 ? sp[dstore[i]].at : MODEL_NO_BUFFER;
+		m->keep_at[i] = kstore[i] >= 0 ? sp[kstore[i]].at : MODEL_NO_BUFFER;
+		m->work_at[i] = wstore[i] >= 0 ? sp[wstore[i]].at : MODEL_NO_BUFFER;
+		m->keep_per_row += m->layer[i].keep_size;
 	}
-	/* Evaluating: outputs only, each kept until the last forward that
-	 * reads it (the loss reads the last). */
+	/* Evaluating: outputs, each kept until the last forward that reads it
+	 * (the loss reads the last), and what a layer keeps, for its own
+	 * forward only. */
 	int e = output_spans(m, n, sp, ystore, 0);
+	e = own_spans(m, n, sp, e, kstore, wstore, 0);
 	m->eval_per_row = place_spans(sp, e);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		m->y_eval_at[i] = ystore[i] >= 0 ? sp[ystore[i]].at : MODEL_NO_BUFFER;
+		m->keep_eval_at[i] = kstore[i] >= 0 ? sp[kstore[i]].at : MODEL_NO_BUFFER;
+	}
+	free(kstore);
+	free(wstore);
 	/* An activation whose backward the layer before applies passes its dy
 	 * on untouched: the two must be one buffer. */
 	for (int i = 1; i < n; i++)

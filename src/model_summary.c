@@ -54,7 +54,10 @@ void model_summary(const struct model *m, FILE *f)
 			snprintf(text, sizeof(text), "add");
 		else
 			layer_spec_text(&l->spec, 1, text, sizeof(text));
-		snprintf(shape, sizeof(shape), "%dx%dx%d", l->out[0], l->out[1], l->out[2]);
+		if (l->seq) /* T tokens of D: Keras' (None, T, D) */
+			snprintf(shape, sizeof(shape), "%dx%d", l->out[1], l->out[2]);
+		else
+			snprintf(shape, sizeof(shape), "%dx%dx%d", l->out[0], l->out[1], l->out[2]);
 		size_t p = layer_params(m, l, 0);
 		all += p;
 		trainable += layer_params(m, l, 1);
@@ -73,10 +76,14 @@ void model_summary(const struct model *m, FILE *f)
 		   "not (batch norm's moving statistics)\n",
 		n, m->in[0], m->in[1], m->in[2], m->classes, grouped(all, a, sizeof(a)),
 		grouped(trainable, t, sizeof(t)), grouped(all - trainable, u, sizeof(u)));
-	char planned[32], apart[32], eval[32];
-	fprintf(f, "activations %s a row training (outputs and gradients, planned; %s each "
+	char planned[32], apart[32], eval[32], kept[32] = "";
+	if (m->keep_per_row) /* attention's scores among them */
+		bytes_text(4.0 * (double)m->keep_per_row, kept, sizeof(kept));
+	fprintf(f, "activations %s a row training (outputs, gradients%s%s%s, planned; %s each "
 		   "apart), %s evaluating\n",
 		bytes_text(4.0 * (double)m->arena_per_row, planned, sizeof(planned)),
+		*kept ? " and what layers keep for their backward, " : "", kept,
+		*kept ? " of it before sharing" : "",
 		bytes_text(4.0 * (double)m->unplanned_per_row, apart, sizeof(apart)),
 		bytes_text(4.0 * (double)m->eval_per_row, eval, sizeof(eval)));
 }

@@ -87,10 +87,19 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 	else
 		snprintf(per_rank, sizeof(per_rank), "%d-%d", low, high);
 	/* The arena of outputs and gradients, for the most rows a call takes. */
-	char acts[32];
+	char acts[128], kept[32];
 	bytes_text(model_arena_bytes(m, m->max_rows), acts, sizeof(acts));
+	if (m->keep_per_row) { /* attention's scores, in that arena */
+		int rows = m->train_rows > 0 && m->train_rows < m->max_rows ? m->train_rows
+									     : m->max_rows;
+		bytes_text(4.0 * (double)m->keep_per_row * rows, kept, sizeof(kept));
+		snprintf(acts + strlen(acts), sizeof(acts) - strlen(acts),
+			 " per rank (%s of it kept for the backward: attention's scores)", kept);
+	} else {
+		snprintf(acts + strlen(acts), sizeof(acts) - strlen(acts), " per rank");
+	}
 	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %s, "
-		 "%zu parameters, activations %s per rank; %s lr %g, batch %d (%s per rank), "
+		 "%zu parameters, activations %s; %s lr %g, batch %d (%s per rank), "
 		 "%ld steps (%ld per epoch)",
 		 MTRAIN_VERSION, c->size, c->size == 1 ? "" : "s", backend, c->ops->name,
 		 layers, params_count(&m->reg), acts, kind_name(optim_names, cfg->optim), cfg->lr,

@@ -118,9 +118,10 @@ stage "a GPU is visible to CUDA" 60 "$BUILD/tests/gpu/gpu_probe" || finish
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-# The three cuda tests by hand, as ctest would run them (ctest's files name
+# The cuda tests by hand, as ctest would run them (ctest's files name
 # the build machine's paths when the build was packed elsewhere).
 stage "cuda.backend_ops" 120 "$BUILD/tests/gpu/test_backend_ops"
+stage "cuda.backend_seq" 60 "$BUILD/tests/gpu/test_backend_seq"
 stage "cuda.nccl_comm" 90 mpirun --oversubscribe -np 1 "$BUILD/tests/gpu/nccl_comm"
 # One rank leaves NCCL nothing to move. Two ranks on one GPU that NCCL takes
 # for two hosts (NCCL_HOSTID) make it sum over sockets for real.

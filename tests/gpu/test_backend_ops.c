@@ -1,87 +1,18 @@
-/* Every op of the CUDA backend against the CPU backend on fresh random
- * inputs: fp32 within 1e-5 relative (normwise: max |gpu - cpu| / max |cpu|,
- * TF32 off), bf16 matrix products within 2e-2 but further than 1e-4 (on
- * the shapes tensor cores take: a bf16 that silently computed in fp32
- * would be within 1e-5), every optimizer kind. Skips (77) without a GPU. */
+/* Every op of the CUDA backend but the sequence ops (test_backend_seq.c)
+ * against the CPU backend on fresh random inputs: fp32 within 1e-5
+ * relative (normwise: max |gpu - cpu| / max |cpu|, TF32 off), bf16 matrix
+ * products within 2e-2 but further than 1e-4 (on the shapes tensor cores
+ * take: a bf16 that silently computed in fp32 would be within 1e-5), every
+ * optimizer kind. Skips (77) without a GPU. */
+#include "backend_pair.h"
 #include "gpu.h"
-#include "rng.h"
-#include "unit.h"
 
-#include <math.h>
 #include <string.h>
 
-#define TOL_FP32 1e-5
-#define TOL_BF16 2e-2
-/* bf16 inputs keep 8 bits of mantissa: a product of them is further than
- * this from fp32's, or it was not computed in bf16. */
-#define MIN_BF16 1e-4
 /* Every optimizer kind, counted from the one table (kinds.h). */
 #define COUNT_ONE(...) +1
 enum { OPTIM_COUNT = 0 OPTIM_KINDS(COUNT_ONE) };
 #undef COUNT_ONE
-
-static struct rng r;
-static const struct backend *cpu, *gpu;
-
-static float *random_host(size_t n, float lo, float hi)
-{
-	float *h = malloc(n * sizeof(float));
-	for (size_t i = 0; i < n; i++)
-		h[i] = lo + (hi - lo) * rng_uniform(&r);
-	return h;
-}
-
-/* A buffer holding the same host values on each backend. */
-struct pair {
-	float *c, *g;
-	size_t n;
-};
-
-static struct pair upload(const float *h, size_t n)
-{
-	struct pair p = {cpu->alloc(cpu, n * sizeof(float)), gpu->alloc(gpu, n * sizeof(float)), n};
-	cpu->copy_in(cpu, p.c, h, n * sizeof(float));
-	gpu->copy_in(gpu, p.g, h, n * sizeof(float));
-	return p;
-}
-
-static struct pair random_pair(size_t n, float lo, float hi)
-{
-	float *h = random_host(n, lo, hi);
-	struct pair p = upload(h, n);
-	free(h);
-	return p;
-}
-
-static void release(struct pair p)
-{
-	cpu->free(cpu, p.c);
-	gpu->free(gpu, p.g);
-}
-
-/* Normwise relative difference of the GPU result from the CPU one; infinite
- * when either holds a NaN (fmax alone would drop it). */
-static double diff(struct pair p)
-{
-	float *g = malloc(p.n * sizeof(float));
-	gpu->copy_out(gpu, g, p.g, p.n * sizeof(float));
-	double num = 0, den = 0;
-	for (size_t i = 0; i < p.n; i++) {
-		double e = fabs((double)g[i] - p.c[i]);
-		num = isnan(e) ? INFINITY : fmax(num, e);
-		den = fmax(den, fabs((double)p.c[i]));
-	}
-	free(g);
-	return den > 0 ? num / den : num;
-}
-
-#define EXPECT_CLOSE(p, tol, what)                                             \
-	do {                                                                   \
-		double d_ = diff(p);                                           \
-		if (d_ > (tol))                                                \
-			fprintf(stderr, "%s: relative difference %g\n", what, d_); \
-		EXPECT(d_ <= (tol));                                           \
-	} while (0)
 
 /* Products within tol of the CPU's; bf16 ones whose sizes are multiples
  * of 16 (the model's, as tensor cores take them) also further than

@@ -319,6 +319,12 @@ static void check_flat_images(void)
 		{"conv2d:8:3,relu,flatten,dense", "", {28, 28, 1}, NULL},
 		{"conv2d:8:3,relu,flatten,dense", "28,28,1", {1, 1, 784}, NULL},
 		{"dense:8,batchnorm,relu,dropout:0.5,flatten,dense", "", {1, 1, 784}, NULL},
+		/* an image's tokens need an image; a pool after an embedding is
+		 * over tokens */
+		{"tokens,attention:2,globalavgpool,dense", "", {1, 1, 48}, "layer 1 (tokens) needs an "
+		 "image, but the data's rows are flat [48]: give their shape with --input-shape H,W,C "
+		 "(e.g. 4,4,3)"},
+		{"embedding:8,attention:2,globalavgpool,dense", "", {1, 1, 48}, NULL},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config cfg;

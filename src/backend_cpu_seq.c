@@ -1,0 +1,151 @@
+/* The CPU backend's sequence ops (backend_cpu_seq.h): the attention's
+ * masked softmax, layer normalization and the embedding's look-up (its
+ * batched products are backend_cpu.c's, with the others), as loops over the
+ * formulas of mathfn_seq.h. Sums run in a fixed order (double for a row's
+ * moments), so results are the same bits run after run. */
+#include "backend_cpu_seq.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A row's sums and maxima in LANES running values, one per column mod
+ * LANES, then added in a fixed tree: the loops vectorise (a single running
+ * sum would be a chain the compiler must not reorder), and the order of
+ * the additions is the same on every run and every CPU. */
+#define LANES 8
+
+static inline float lanes_total(const float *acc)
+{
+	return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+/* The sum of a (n) times b (n), or of a alone with b NULL. */
+static inline float row_dot(const float *a, const float *b, int n)
+{
+	float acc[LANES] = {0};
+	int j = 0;
+	if (b) {
+		for (; j + LANES <= n; j += LANES)
+			for (int l = 0; l < LANES; l++)
+				acc[l] += a[j + l] * b[j + l];
+		for (; j < n; j++)
+			acc[j % LANES] += a[j] * b[j];
+	} else {
+		for (; j + LANES <= n; j += LANES)
+			for (int l = 0; l < LANES; l++)
+				acc[l] += a[j + l];
+		for (; j < n; j++)
+			acc[j % LANES] += a[j];
+	}
+	return lanes_total(acc);
+}
+
+CPU_WIDE void cpu_softmax(const struct backend *be, float *y, const float *x, int rows, int cols,
+		 float scale, int causal)
+{
+	for (int r = 0; r < rows; r++) {
+		const float *xr = x + (size_t)r * cols;
+		float *yr = y + (size_t)r * cols;
+		int q = r % cols, last = causal ? q : cols - 1; /* keys up to last */
+		float top[LANES], mx = xr[0] * scale; /* a maximum: any order gives it */
+		int j = 0;
+		for (int l = 0; l < LANES; l++)
+			top[l] = mx;
+		for (; j + LANES <= last + 1; j += LANES)
+			for (int l = 0; l < LANES; l++)
+				top[l] = xr[j + l] * scale > top[l] ? xr[j + l] * scale : top[l];
+		for (; j <= last; j++)
+			mx = xr[j] * scale > mx ? xr[j] * scale : mx;
+		for (int l = 0; l < LANES; l++)
+			mx = top[l] > mx ? top[l] : mx;
+		for (j = 0; j <= last; j++) /* vectorises: mt_expf is inline */
+			yr[j] = mt_expf(xr[j] * scale - mx);
+		float inv = 1.0f / row_dot(yr, NULL, last + 1);
+		for (j = 0; j < cols; j++)
+			yr[j] = attn_masked(causal, q, j) ? 0.0f : yr[j] * inv;
+	}
+}
+
+CPU_WIDE void cpu_softmax_backward(const struct backend *be, float *dx, const float *dy, const float *y,
+			  int rows, int cols, float scale)
+{
+	for (int r = 0; r < rows; r++) {
+		const float *dyr = dy + (size_t)r * cols, *yr = y + (size_t)r * cols;
+		float *dxr = dx + (size_t)r * cols;
+		float dot = row_dot(dyr, yr, cols);
+		for (int j = 0; j < cols; j++)
+			dxr[j] = softmax_dx(yr[j], dyr[j], dot, scale);
+	}
+}
+
+CPU_WIDE void cpu_ln_forward(const struct backend *be, float *y, float *mean, float *rstd, const float *x,
+		    const float *gamma, const float *beta, int rows, int cols, float eps)
+{
+	for (int r = 0; r < rows; r++) {
+		const float *xr = x + (size_t)r * cols;
+		float *yr = y + (size_t)r * cols;
+		float mu = row_dot(xr, NULL, cols) / (float)cols;
+		for (int j = 0; j < cols; j++) /* the centred values, squared after */
+			yr[j] = xr[j] - mu;
+		float rs = ln_rstd((double)row_dot(yr, yr, cols) / cols, eps);
+		for (int j = 0; j < cols; j++)
+			yr[j] = ln_y(xr[j], mu, rs, gamma[j], beta[j]);
+		mean[r] = mu;
+		rstd[r] = rs;
+	}
+}
+
+CPU_WIDE void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma, float *dbeta,
+		     const float *dy, const float *x, const float *mean, const float *rstd,
+		     const float *gamma, int rows, int cols)
+{
+	memset(dgamma, 0, (size_t)cols * sizeof(float));
+	memset(dbeta, 0, (size_t)cols * sizeof(float));
+	for (int r = 0; r < rows; r++) {
+		const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
+		float mu = mean[r], rs = rstd[r];
+		float sg[LANES] = {0}, sgx[LANES] = {0};
+		int j = 0;
+		for (; j + LANES <= cols; j += LANES)
+			for (int l = 0; l < LANES; l++) {
+				float xhat = (xr[j + l] - mu) * rs, g = dyr[j + l] * gamma[j + l];
+				dgamma[j + l] += dyr[j + l] * xhat;
+				dbeta[j + l] += dyr[j + l];
+				sg[l] += g;
+				sgx[l] += g * xhat;
+			}
+		for (; j < cols; j++) {
+			float xhat = (xr[j] - mu) * rs, g = dyr[j] * gamma[j];
+			dgamma[j] += dyr[j] * xhat;
+			dbeta[j] += dyr[j];
+			sg[j % LANES] += g;
+			sgx[j % LANES] += g * xhat;
+		}
+		float mg = lanes_total(sg) / (float)cols, mgx = lanes_total(sgx) / (float)cols;
+		if (!dx)
+			continue;
+		float *dxr = dx + (size_t)r * cols; /* may be dyr: read above, written now */
+		for (j = 0; j < cols; j++)
+			dxr[j] = ln_dx(dyr[j] * gamma[j], (xr[j] - mu) * rs, rs, mg, mgx);
+	}
+}
+
+void cpu_embed(const struct backend *be, float *y, const float *ids, const float *table, int n,
+	       int cols, int vocab)
+{
+	for (int i = 0; i < n; i++)
+		memcpy(y + (size_t)i * cols, table + embed_row(ids[i], vocab) * (size_t)cols,
+		       (size_t)cols * sizeof(float));
+}
+
+void cpu_embed_backward(const struct backend *be, float *dtable, const float *dy,
+			const float *ids, int n, int cols, int vocab)
+{
+	memset(dtable, 0, (size_t)vocab * cols * sizeof(float));
+	for (int i = 0; i < n; i++) {
+		float *t = dtable + embed_row(ids[i], vocab) * (size_t)cols;
+		const float *d = dy + (size_t)i * cols;
+		for (int j = 0; j < cols; j++)
+			t[j] += d[j];
+	}
+}
