@@ -10,9 +10,9 @@
 #                            the build folder (py/) that sees Debian's torch
 #                            and h5py and has safetensors and tensorboard
 #                            from PyPI (the export and TensorBoard tests),
-#                            and a venv with TensorFlow (CPU) and Keras 3
-#                            from PyPI for the keras tests, kept outside the
-#                            tree (MTRAIN_KERAS_VENV, default
+#                            and a venv with TensorFlow (CPU), Keras 3 and
+#                            keras_hub from PyPI for the keras tests, kept
+#                            outside the tree (MTRAIN_KERAS_VENV, default
 #                            ~/.cache/mtrain/keras-venv: 1.6 GB, made once
 #                            per machine) and linked as build/keras-venv
 #   jobs/setup.sh --torch    also Debian's python3-torch, for the PyTorch
@@ -70,13 +70,18 @@ fi
 # its own numpy), versions pinned to those the tests were written against.
 if [ "${1:-}" = --tests ]; then
 	kv=${MTRAIN_KERAS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/mtrain/keras-venv}
-	has='import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ("tensorflow", "keras", "h5py")))'
+	# keras_hub (its PositionEmbedding, for the ViT's export) without its
+	# dependencies: its tensorflow-text would bring TensorFlow proper beside
+	# tensorflow-cpu; importing keras_hub needs regex and tokenizers only.
+	has='import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ("tensorflow", "keras", "h5py", "keras_hub")))'
 	if ! "$kv/bin/python" -c "$has" 2>/dev/null; then
-		echo "setup: installing TensorFlow (CPU) and Keras into $kv (once a machine)"
+		echo "setup: installing TensorFlow (CPU), Keras and keras_hub into $kv (once a machine)"
 		{ [ -x "$kv/bin/python" ] || /usr/bin/python3 -m venv "$kv"; } &&
 			"$kv/bin/pip" install -q --disable-pip-version-check tensorflow-cpu==2.21.0 \
-				keras==3.15.1 h5py==3.14.0 ||
-			echo "setup: warning: pip could not install TensorFlow and Keras into $kv" >&2
+				keras==3.15.1 h5py==3.14.0 &&
+			"$kv/bin/pip" install -q --disable-pip-version-check --no-deps keras-hub==0.32.0 \
+				regex==2026.11.19 tokenizers==0.23.3 ||
+			echo "setup: warning: pip could not install TensorFlow, Keras and keras_hub into $kv" >&2
 	fi
 	ln -sfn "$kv" "$build/keras-venv"
 fi

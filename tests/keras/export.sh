@@ -9,27 +9,12 @@
 # the default job's MLP (gelu; a flat input), and a model ending in relu
 # (a softmax added) too.
 # A model Keras cannot express, and bad flags: one line, exit 2, no file.
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../mpi/lib.sh"
-need_keras
-src=/usr/share/datasets/fashion-mnist
-"$MTRAIN" import --images $src/train-images-idx3-ubyte.gz --labels $src/train-labels-idx1-ubyte.gz --out train.h5 >/dev/null
-"$MTRAIN" import --images $src/t10k-images-idx3-ubyte.gz --labels $src/t10k-labels-idx1-ubyte.gz --out test.h5 >/dev/null
+. "$(dirname "$0")/lib.sh"
+import_fmnist
 conf=$here/../../jobs/fmnist-cnn.conf
 ranks 2 --config "$conf" --data train.h5 --eval-data test.h5 --steps 300 --ckpt-dir ck >/dev/null
 ck=ck/ckpt-00000300.h5
-"$MTRAIN" export $ck --format keras --out raw.keras >/dev/null
-"$MTRAIN" export $ck --format keras --weights ema --out ema.keras >/dev/null
-"$MTRAIN" export $ck --format keras-weights --weights ema --out ema.weights.h5 >/dev/null
-ranks 2 eval --ckpt $ck --weights both --device cpu >eval.txt
-"$MTRAIN" inspect $ck >inspect.txt
-# The layer names of inspect's model section (its first column).
-sed -n '/^model (/,/ layers on input/p' inspect.txt | sed '1,2d;$d' | awk '{print $1}' >names.txt
-[ "$(wc -l <names.txt)" = 13 ] || { cat inspect.txt; fail "inspect shows no 13-layer model"; }
-
-# keras CHECKS...: Python in Keras' venv with agree.py's agree() and
-# eval_figures() imported, the checks from stdin.
-keras() { PYTHONPATH=$here "$KPY" - "$@"; }
+export_all $ck 13
 
 # The CNN, raw and EMA: Keras' figures are mtrain eval's; its layers are
 # named as inspect names them, of Keras' classes, batch norm Keras' own.

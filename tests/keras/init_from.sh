@@ -7,12 +7,9 @@
 # resumed run ignores --init-from and says so. A missing variable, a wrong
 # shape, a file of none of the four kinds: one line each, exit 2, nothing
 # written.
-. "$(dirname "$0")/../mpi/lib.sh"
-need_keras
+. "$(dirname "$0")/lib.sh"
 need_python h5py numpy
-src=/usr/share/datasets/fashion-mnist
-"$MTRAIN" import --images $src/train-images-idx3-ubyte.gz --labels $src/train-labels-idx1-ubyte.gz --out train.h5 >/dev/null
-"$MTRAIN" import --images $src/t10k-images-idx3-ubyte.gz --labels $src/t10k-labels-idx1-ubyte.gz --out test.h5 >/dev/null
+import_fmnist
 "$KPY" - train.h5 test.h5 >keras.txt <<'PY' || fail "Keras could not train its CNN"
 import sys
 import h5py, keras, numpy as np

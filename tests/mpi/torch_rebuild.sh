@@ -7,12 +7,15 @@
 # the accuracy exactly, the loss within 1e-5 relative: both are float32,
 # summed in another order, and the metrics file gives mtrain's to 7 digits
 # (the rebuild agrees to all 7 here); 1e-4 would pass a rebuild with gelu's
-# tanh approximation (4e-5 off) or uint8 scaled by 1/256 (1e-4). Two models on
-# 2 ranks: a residual net (an identity block and a projection block, batch
+# tanh approximation (4e-5 off) or uint8 scaled by 1/256 (1e-4). Three models
+# on 2 ranks: a residual net (an identity block and a projection block, batch
 # norm with each rank's own statistics, averaged into the checkpoint) on
-# flat rows given --input-shape, and a convolutional one with every other
+# flat rows given --input-shape, a convolutional one with every other
 # layer kind (valid and odd 'same' padding, both pools, flatten, gelu, silu,
-# tanh, dropout, nested dense blocks) on uint8 images.
+# tanh, dropout, nested dense blocks) on uint8 images, and a small ViT on
+# those images (patches, tokens, posembed, attention with a causal mask and
+# dropout on its probabilities, layernorm of two epsilons, per-token dense,
+# gelu_tanh, globalavgpool over the tokens).
 REBUILD=$(cd "$(dirname "$0")/../tools" && pwd)/torch_rebuild.py # before lib.sh's cd
 . "$(dirname "$0")/lib.sh"
 need_python torch h5py numpy
@@ -67,8 +70,13 @@ CNN="conv2d:4:3,gelu,maxpool2d:2:1,conv2d:6:2:2,silu,avgpool2d:2:1,conv2d:5:1:1:
 ranks 2 --device cpu --data img_train.h5 --eval-data img_eval.h5 --batch 12 --seed 5 \
 	--log-every 5 --model "$CNN" --optimizer adam --lr 0.03 --steps 20 --ckpt-dir cnn \
 	--metrics cnn.jsonl >cnn.log || { cat cnn.log; fail "the convolutional net"; }
+VIT="conv2d:8:2:2:valid,tokens,posembed,[layernorm,attention:2:causal:0.2],
+	[layernorm:1e-5,dense:12,gelu_tanh,dropout:0.1,dense:8],layernorm,globalavgpool,dense"
+ranks 2 --device cpu --data img_train.h5 --eval-data img_eval.h5 --batch 12 --seed 5 \
+	--log-every 5 --model "$VIT" --optimizer adamw --lr 0.01 --steps 20 --ckpt-dir vit \
+	--metrics vit.jsonl >vit.log || { cat vit.log; fail "the ViT"; }
 n=0
-for run in res:train.h5 cnn:img_eval.h5; do
+for run in res:train.h5 cnn:img_eval.h5 vit:img_eval.h5; do
 	dir=${run%%:*}
 	ls $dir/ckpt-*.h5 >/dev/null 2>&1 || fail "$dir: no checkpoints"
 	for ck in $dir/ckpt-*.h5; do
@@ -81,5 +89,5 @@ import json, sys
 e = json.load(sys.stdin)
 assert abs(e["raw_loss"] - e["ema_loss"]) > 1e-3 * e["raw_loss"], e' || fail "$dir: EMA = raw"
 done
-[ $n = 6 ] || fail "$n checkpoints, not 3 of each run"
+[ $n = 9 ] || fail "$n checkpoints, not 3 of each run"
 pass "PyTorch rebuilds of $n checkpoints from their names evaluate to mtrain's figures"

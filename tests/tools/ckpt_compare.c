@@ -140,6 +140,18 @@ static const struct {
 	{"batch_normalization", "beta", 1},
 	{"batch_normalization", "moving_mean", 0},
 	{"batch_normalization", "moving_variance", 0},
+	{"layer_normalization", "gamma", 1},
+	{"layer_normalization", "beta", 1},
+	{"multi_head_attention", "query/kernel", 1},
+	{"multi_head_attention", "query/bias", 1},
+	{"multi_head_attention", "key/kernel", 1},
+	{"multi_head_attention", "key/bias", 1},
+	{"multi_head_attention", "value/kernel", 1},
+	{"multi_head_attention", "value/bias", 1},
+	{"multi_head_attention", "attention_output/kernel", 1},
+	{"multi_head_attention", "attention_output/bias", 1},
+	{"embedding", "embeddings", 1},
+	{"position_embedding", "embeddings", 1},
 };
 
 /* The canonical entry name is, or -1: "<layer>[_K]/<var>". */
@@ -216,7 +228,8 @@ static int check_names(const char *path)
 			bad = 1;
 		}
 		/* A batch-norm layer: one moving mean and one moving variance. */
-		if (!strcmp(canonical[c].var, "gamma")) {
+		if (!strcmp(canonical[c].layer, "batch_normalization") &&
+		    !strcmp(canonical[c].var, "gamma")) {
 			snprintf(layer, sizeof(layer), "%.*s", (int)(strchr(name, '/') - name), name);
 			if (count_named(v, n, layer, "/moving_mean") != 1 ||
 			    count_named(v, n, layer, "/moving_variance") != 1) {

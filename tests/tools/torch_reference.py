@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""mtrain checked against PyTorch, as llm.c's test_gpt2 checks itself: the
+same model built in PyTorch from an mtrain checkpoint by name
+(mtrain_torch.py), on the same rows.
+
+    torch_reference.py grads CKPT DATA DUMP.h5
+        DUMP.h5 is tests/tools/grad_dump's for CKPT and rows of DATA: the
+        logits and the mean loss of those rows, and every trainable
+        variable's gradient of that loss, against PyTorch's.
+    torch_reference.py steps CKPT DATA ROWS METRICS FINAL
+        mtrain trained on one rank from CKPT's weights (--init-from CKPT),
+        taking the rows of ROWS (its MTRAIN_TEST_ROWS record, rank 0's) at
+        each step, and wrote the losses of METRICS ('train' events, every
+        step) and the checkpoint FINAL, whose configuration gives the
+        optimizer's hyper-parameters (AdamW only, a constant learning rate):
+        torch.optim.AdamW takes the same steps from CKPT, and each step's
+        loss is compared.
+
+Each prints its figures, the largest relative differences, one line each,
+and exits 1 when one is over its bound (--rtol-logits, --rtol-loss,
+--rtol-grad, --rtol-steps: 1e-5, 1e-5, 1e-4, 1e-4). A difference is
+normwise: max |mtrain - torch| / max |torch| over a tensor's values (logits,
+one variable's gradient), so a value near 0 is judged against its tensor's
+scale, not its own. A gradient that is 0 but for rounding (attention's
+key/bias: softmax ignores what adds the same to every score of a query) is
+judged against its layer's largest gradient instead (--grad-floor, 1e-3 of
+it), printed with the others.
+
+PyTorch computes in float64 (--float32: float32), from the checkpoint's
+float32 values and the data's float32 inputs: the reference is then exact
+to far below mtrain's rounding, which alone makes the differences.
+"""
+import argparse
+import json
+import re
+import sys
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from mtrain_spec import f32
+from mtrain_torch import RebuildError, forward, load, rows, to_torch
+
+# base/kinds.h's OPTIM_KINDS: AdamW's defaults where the configuration
+# says 'default'.
+ADAMW_DEFAULTS = {"beta1": 0.9, "beta2": 0.999, "weight-decay": 0.01}
+
+
+def rel(a, b):
+    """max |a - b| / max |b| over the values of two arrays; 0 for 0 vs 0."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    scale = np.abs(b).max()
+    diff = np.abs(a - b).max()
+    return diff / scale if scale else (np.inf if diff else 0.0)
+
+
+def params_of(m, dtype):
+    """{name: leaf tensor requiring its gradient} of m's trainable values."""
+    return {n: torch.tensor(m.values[n], dtype=dtype, requires_grad=True)
+            for n in sorted(m.trainable)}
+
+
+def setup(ckpt, data, dtype):
+    """(model, x [N, C, H, W] tensor, labels tensor, parameters)."""
+    torch.set_num_threads(1)
+    m = load(ckpt)
+    x, labels, in_shape = rows(data, m)
+    return m, to_torch(x, in_shape, dtype), torch.from_numpy(labels), params_of(m, dtype)
+
+
+def kind(name):
+    """A variable's class: its name without the layer's counter
+    (multi_head_attention_1/key/bias: multi_head_attention/key/bias)."""
+    return re.sub(r"^([a-z0-9_]+?)_[0-9]+/", r"\1/", name)
+
+
+def layer(name):
+    """The layer a variable belongs to (multi_head_attention_1)."""
+    return name.split("/")[0]
+
+
+def grads(a):
+    m, x, y, p = setup(a.ckpt, a.data, a.dtype)
+    grads_m = {}
+
+    def keep(name, obj):  # grads/NAME: the variable NAME's
+        if isinstance(obj, h5py.Dataset):
+            grads_m[name] = obj[()]
+    with h5py.File(a.dump, "r") as f:
+        ids = f["rows"][()]
+        logits_m, loss_m = f["logits"][()], float(f["loss"][()])
+        f["grads"].visititems(keep)
+    if sorted(grads_m) != sorted(p):
+        raise RebuildError("%s: gradients of %s, the model's trainable variables are %s" %
+                           (a.dump, sorted(grads_m), sorted(p)))
+    idx = torch.from_numpy(ids.astype(np.int64))
+    logits = forward(m.layers, x[idx], p.__getitem__, training=True)
+    loss = F.cross_entropy(logits, y[idx])  # the mean over the rows
+    loss.backward()
+    figures = [("logits", rel(logits_m, logits.detach().numpy()), a.rtol_logits, ""),
+               ("loss", rel(loss_m, loss.item()), a.rtol_loss, "")]
+    # Each layer's largest gradient: the floor of a gradient that is 0.
+    top = {}
+    for n, t in p.items():
+        top[layer(n)] = max(top.get(layer(n), 0.0), float(t.grad.abs().max()))
+    worst = {}
+    for n, t in p.items():
+        ref = t.grad.numpy()
+        floor = a.grad_floor * top[layer(n)]
+        scale = max(float(np.abs(ref).max()), floor)
+        r = float(np.abs(grads_m[n] - ref).max()) / scale if scale else 0.0
+        if r >= worst.get(kind(n), (-1.0,))[0]:
+            worst[kind(n)] = (r, n, float(np.abs(ref).max()) < floor)
+    for k in sorted(worst):
+        r, n, floored = worst[k]
+        figures.append(("grad " + k, r, a.rtol_grad,
+                        " (%s%s)" % (n, ", at the floor: 0 but for rounding" if floored else "")))
+    print("%s: %d rows (%s), loss mtrain %.9g torch %.9g" %
+          (a.dump, len(ids), " ".join(map(str, ids[:8])) + (" ..." if len(ids) > 8 else ""),
+           loss_m, loss.item()))
+    return report(figures)
+
+
+def hyper(final):
+    """AdamW's hyper-parameters from checkpoint final's configuration, as
+    mtrain holds them (float32)."""
+    cfg = load(final).cfg
+    if cfg.get("optimizer") != "adamw" or cfg.get("schedule") != "constant" or \
+            int(cfg.get("warmup", "0")) != 0:
+        raise RebuildError("%s: optimizer %s, schedule %s, warmup %s: only adamw at a "
+                           "constant rate is rebuilt" % (final, cfg.get("optimizer"),
+                                                          cfg.get("schedule"), cfg.get("warmup")))
+    hp = {k: f32(ADAMW_DEFAULTS[k] if cfg[k] == "default" else cfg[k])
+          for k in ("beta1", "beta2", "weight-decay")}
+    hp.update(lr=f32(cfg["lr"]), eps=f32(cfg["eps"]))
+    return hp
+
+
+def steps(a):
+    m, x, y, p = setup(a.ckpt, a.data, a.dtype)
+    hp = hyper(a.final)
+    batches = []
+    with open(a.rows) as f:
+        for line in f:
+            step, _, _, rank, *ids = map(int, line.split())
+            if rank != 0 or step != len(batches) + 1 or min(ids) < 0:
+                raise RebuildError("%s: line %r: want step %d of rank 0, every row known" %
+                                   (a.rows, line.strip(), len(batches) + 1))
+            batches.append(ids)
+    with open(a.metrics) as f:
+        losses = {e["step"]: e["loss"] for e in map(json.loads, f) if e["event"] == "train"}
+    if sorted(losses) != list(range(1, len(batches) + 1)):
+        raise RebuildError("%s: losses of steps %s; %s has %d steps" %
+                           (a.metrics, sorted(losses), a.rows, len(batches)))
+    opt = torch.optim.AdamW(list(p.values()), lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]),
+                            eps=hp["eps"], weight_decay=hp["weight-decay"])
+    figures = []
+    print("AdamW lr %.9g betas %.9g %.9g eps %.9g weight decay %.9g, %d steps of %d rows" %
+          (hp["lr"], hp["beta1"], hp["beta2"], hp["eps"], hp["weight-decay"], len(batches),
+           len(batches[0])))
+    for s, ids in enumerate(batches, 1):
+        idx = torch.tensor(ids)
+        opt.zero_grad()
+        loss = F.cross_entropy(forward(m.layers, x[idx], p.__getitem__, training=True), y[idx])
+        loss.backward()
+        opt.step()
+        figures.append(("step %2d loss mtrain %.7g torch %.7g" % (s, losses[s], loss.item()),
+                        rel(losses[s], loss.item()), a.rtol_steps, ""))
+    return report(figures)
+
+
+def report(figures):
+    """Prints each figure against its bound: 0 when all hold, else 1."""
+    bad = 0
+    for what, r, bound, note in figures:
+        over = not r <= bound
+        bad |= over
+        print("%-50s max rel. difference %.2e%s%s" % (what, r, note,
+                                                      "  OVER %.0e" % bound if over else ""))
+    return 1 if bad else 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    for what, args in (("grads", ("ckpt", "data", "dump")),
+                       ("steps", ("ckpt", "data", "rows", "metrics", "final"))):
+        p = sub.add_parser(what)
+        for arg in args:
+            p.add_argument(arg)
+        p.add_argument("--float32", dest="dtype", action="store_const", const=torch.float32,
+                       default=torch.float64)
+        p.add_argument("--rtol-logits", type=float, default=1e-5)
+        p.add_argument("--rtol-loss", type=float, default=1e-5)
+        p.add_argument("--rtol-grad", type=float, default=1e-4)
+        p.add_argument("--grad-floor", type=float, default=1e-3)
+        p.add_argument("--rtol-steps", type=float, default=1e-4)
+    a = ap.parse_args(argv[1:])
+    return grads(a) if a.what == "grads" else steps(a)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv))
+    except RebuildError as e:
+        print("torch_reference: %s" % e, file=sys.stderr)
+        sys.exit(1)
