@@ -9,9 +9,12 @@
 #        products and layer by layer (bench_layers);
 #   resnet: jobs/fmnist-resnet.conf's ResNet-20 the same way (its model and
 #        input shape; Adam and batch 128 as the others, for the peer);
-#        mlp, cnn and resnet each against the same model in PyTorch on this
-#        machine (bench/bench_torch.py, when a python3 here imports torch;
-#        that row is skipped otherwise).
+#   vit: jobs/fmnist-vit.conf's ViT the same way (its model; Adam and batch
+#        128 as the others), its products' baseline dense per token and
+#        attention's projections and heads' products (bench_layers);
+#        mlp, cnn, resnet and vit each against the same model in PyTorch on
+#        this machine (bench/bench_torch.py, when a python3 here imports
+#        torch; that row is skipped otherwise).
 #   data: the streamed reader against the previous release's in-memory
 #        loader, built side by side (bench/bench_data.sh, which says more).
 # Builds nothing but data's baseline. Which OpenBLAS kernels ran
@@ -19,14 +22,16 @@
 #
 # usage: bench/bench.sh [BUILD_DIR]      (default ./build, holding mtrain,
 #                                        bench/bench_sgemm and bench/bench_layers)
-# environment: BENCH_MODELS ("mlp cnn resnet data" by default; any of them),
+# environment: BENCH_MODELS ("mlp cnn resnet data" by default; any of them
+#   and vit),
 #   BENCH_STEPS (MLP steps a run, default 1404), BENCH_REPEATS (MLP, default 5),
 #   BENCH_CNN_MODEL (default the CNN below), BENCH_CNN_INPUT_SHAPE (28,28,1),
 #   BENCH_CNN_STEPS (default 60), BENCH_CNN_REPEATS (default 3),
 #   BENCH_RESNET_STEPS (default 30), BENCH_RESNET_REPEATS (default 3),
+#   BENCH_VIT_STEPS (default 30), BENCH_VIT_REPEATS (default 3),
 #   BENCH_TORCH (0: skip PyTorch), PYTHON (the python3 that has torch),
 #   MTRAIN_DATA_DIR (mtrain's data cache, default ./data; imported on first use).
-# About 8 minutes on 2 cores with the defaults.
+# About 8 minutes on 2 cores with the defaults (vit: about 6 more).
 # Exit status 1 when a run fails, its loss is not a finite number, its timing
 # line is missing, or bench_sgemm, bench_layers or bench_torch.py find a wrong
 # answer.
@@ -43,11 +48,19 @@ CNN_SHAPE=${BENCH_CNN_INPUT_SHAPE:-28,28,1}
 # 60 steps: 55 timed (the first 5 are left out), ~14 s a run on 1 rank.
 CNN_STEPS=${BENCH_CNN_STEPS:-60}
 CNN_REPEATS=${BENCH_CNN_REPEATS:-3}
-# The preset's model, its lines joined: ~8 s a run of 30 steps on 1 rank.
-RESNET_MODEL=$(sed -n '/^model *=/,/^[a-z-]* *=/p' "$(dirname "$0")/../jobs/fmnist-resnet.conf" |
-	sed '$d' | sed 's/^model *= *//; s/#.*//' | tr -d ' \t\n')
+# preset_model FILE: a preset's model, its lines joined (the key after it ends it).
+preset_model() {
+	sed -n '/^model *=/,/^[a-z-]* *=/p' "$1" | sed '$d' | sed 's/^model *= *//; s/#.*//' |
+		tr -d ' \t\n'
+}
+# ~8 s a run of 30 steps on 1 rank.
+RESNET_MODEL=$(preset_model "$(dirname "$0")/../jobs/fmnist-resnet.conf")
 RESNET_STEPS=${BENCH_RESNET_STEPS:-30}
 RESNET_REPEATS=${BENCH_RESNET_REPEATS:-3}
+# ~15 s a run of 30 steps on 1 rank.
+VIT_MODEL=$(preset_model "$(dirname "$0")/../jobs/fmnist-vit.conf")
+VIT_STEPS=${BENCH_VIT_STEPS:-30}
+VIT_REPEATS=${BENCH_VIT_REPEATS:-3}
 # 1404 steps = 3 epochs of 468 (60000 rows / 128). mtrain's timing line is
 # steady state: it leaves out its first 5 steps and the checkpoint written at
 # every epoch end. The table's "other" column (total minus the timed phases)
@@ -65,8 +78,8 @@ export MTRAIN_PROFILE=1
 fail() { echo "bench: FAIL: $*" >&2; exit 1; }
 
 for m in $MODELS; do
-	[ "$m" = mlp ] || [ "$m" = cnn ] || [ "$m" = resnet ] || [ "$m" = data ] ||
-		fail "BENCH_MODELS='$MODELS': want any of mlp, cnn, resnet, data"
+	[ "$m" = mlp ] || [ "$m" = cnn ] || [ "$m" = resnet ] || [ "$m" = vit ] || [ "$m" = data ] ||
+		fail "BENCH_MODELS='$MODELS': want any of mlp, cnn, resnet, vit, data"
 done
 has() { [[ " $MODELS " == *" $1 "* ]]; }
 for p in "$MTRAIN" "$SGEMM" "$LAYERS"; do
@@ -251,6 +264,7 @@ torch_peer() {
 	[ "$kind" = cnn ] && [[ ,$CNN_MODEL, == *,batchnorm,* ]] && extra=(--batchnorm)
 	local what="same layers"
 	[ "$kind" = resnet ] && what="bench/resnet_torch.py's ResNet-20"
+	[ "$kind" = vit ] && what="bench/vit_torch.py's ViT"
 	# Twice: glibc's malloc as it comes, and with its mmap threshold at the
 	# most glibc allows (32 MiB) and no trimming, so that a step's large
 	# tensors reuse the heap instead of faulting in fresh pages each time.
@@ -316,11 +330,13 @@ if has mlp; then
 		"repeats print the same loss; mean loss 1 rank ${LOSS[1]}, 2 ranks ${LOSS[2]}; sgemm products verified"
 fi
 
-# conv_bench TAG MODEL STEPS REPEATS TITLE: a model with conv2d layers, as
-# the CNN and ResNet-20 parts run it (bench_layers' sgemm rate of its
-# products beside each run, its table of layer kinds, the PyTorch peer).
+# conv_bench TAG MODEL STEPS REPEATS TITLE [PRODUCTS]: a model with conv2d
+# layers, as the CNN, ResNet-20 and ViT parts run it (bench_layers' sgemm
+# rate of its products beside each run, its table of layer kinds, the
+# PyTorch peer); PRODUCTS says which products the baseline holds.
 conv_bench() {
 	local tag=$1 steps=$3 repeats=$4 title=$5
+	local products=${6:-"the same conv2d (im2col) and dense products"}
 	CONV_MODEL=$2
 	local args=(--model "$CONV_MODEL" --input-shape "$CNN_SHAPE")
 	warm_up "$tag-warm" 10 "${args[@]}"
@@ -342,7 +358,7 @@ conv_bench() {
 	echo
 	echo "== $title"
 	echo "$steps steps a run, median of $repeats runs per row; columns as for the MLP, except"
-	echo "sgemm = bench_layers' rate for the same conv2d (im2col) and dense products alone (its"
+	echo "sgemm = bench_layers' rate for $products alone (its"
 	echo "FLOPs / their time), as many processes at once as ranks; ach/sgemm = GFLOP/s / sgemm;"
 	echo "step/sgemm = the whole step's FLOP rate / sgemm"
 	rank_table "$tag" lsgemm
@@ -360,6 +376,9 @@ has cnn && conv_bench cnn "$CNN_MODEL" "$CNN_STEPS" "$CNN_REPEATS" \
 	"CNN: --model $CNN_MODEL --input-shape $CNN_SHAPE,"
 has resnet && conv_bench resnet "$RESNET_MODEL" "$RESNET_STEPS" "$RESNET_REPEATS" \
 	"ResNet-20 (jobs/fmnist-resnet.conf's model) --input-shape $CNN_SHAPE, Adam,"
+has vit && conv_bench vit "$VIT_MODEL" "$VIT_STEPS" "$VIT_REPEATS" \
+	"ViT (jobs/fmnist-vit.conf's model) --input-shape $CNN_SHAPE, Adam," \
+	"the same conv2d (im2col), dense (per token) and attention products"
 echo "bench: $(($(date +%s) - START)) s; load average (1 min) $LOAD0 at the start," \
 	"$(cut -d' ' -f1 /proc/loadavg) at the end (this script keeps about 1 to 2 busy)"
 

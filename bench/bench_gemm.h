@@ -13,14 +13,24 @@
 #define GEMM_CHECK_SAMPLES 4096 /* entries of a large product checked */
 
 /* One product: c (M,N) = op(a) (M,K) @ op(b) (K,N), a stored (K,M) when ta,
- * b stored (N,K) when tb. */
+ * b stored (N,K) when tb; or a batch of them, as the CPU backend's
+ * matmul_batched states it: product i on a + i*sa, b + i*sb, c + i*sc, each
+ * matrix's rows lda, ldb, ldc floats apart. */
 struct gemm {
 	int m, n, k, ta, tb;
 	const float *a, *b;
 	float *c;
 	char what[48];    /* e.g. "forward layer 2", "layer 3 weight grad" */
 	int tag;          /* the caller's (bench_layers: the model layer) */
+	int batch;        /* products, e.g. 64 (a head's, one per row); 0: one */
+	int lda, ldb, ldc; /* 0: packed (a's: M, or K when ta; and so on) */
+	size_t sa, sb, sc; /* floats from one product's matrix to the next's */
 };
+
+static inline int gemm_batch(const struct gemm *g) { return g->batch ? g->batch : 1; }
+static inline int gemm_lda(const struct gemm *g) { return g->lda ? g->lda : g->ta ? g->m : g->k; }
+static inline int gemm_ldb(const struct gemm *g) { return g->ldb ? g->ldb : g->tb ? g->k : g->n; }
+static inline int gemm_ldc(const struct gemm *g) { return g->ldc ? g->ldc : g->n; }
 
 static inline double bench_now(void)
 {
@@ -52,49 +62,59 @@ static inline float *bench_rand(size_t n, float lo)
 	return p;
 }
 
-/* The call exactly as the CPU backend's matmul makes it (row-major, beta 0). */
+/* The calls exactly as the CPU backend's matmul (and matmul_batched, one
+ * call a product) make them: row-major, beta 0. */
 static inline void gemm_run(const struct gemm *g)
 {
-	cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
-		    g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f, g->a,
-		    g->ta ? g->m : g->k, g->b, g->tb ? g->k : g->n, 0.0f, g->c, g->n);
+	for (int i = 0; i < gemm_batch(g); i++)
+		cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
+			    g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f,
+			    g->a + (size_t)i * g->sa, gemm_lda(g), g->b + (size_t)i * g->sb,
+			    gemm_ldb(g), 0.0f, g->c + (size_t)i * g->sc, gemm_ldc(g));
 }
 
-/* Whether c[i,j] is op(a) @ op(b) there, against a naive double-precision
- * dot product: within 1e-4 of the sum of |a||b| (a wrong shape or
- * transpose is off by about sqrt(K) / K of that). prog names the program
- * in the line a wrong entry gets. */
-static inline int gemm_entry_ok(const struct gemm *g, int i, int j, const char *prog)
+/* Whether c[i,j] of product t of the batch is op(a) @ op(b) there, against
+ * a naive double-precision dot product: within 1e-4 of the sum of |a||b| (a
+ * wrong shape or transpose is off by about sqrt(K) / K of that). prog names
+ * the program in the line a wrong entry gets. */
+static inline int gemm_entry_ok(const struct gemm *g, int t, int i, int j, const char *prog)
 {
+	const float *a = g->a + (size_t)t * g->sa, *b = g->b + (size_t)t * g->sb;
+	size_t lda = (size_t)gemm_lda(g), ldb = (size_t)gemm_ldb(g);
 	double sum = 0, mag = 0;
 	for (int p = 0; p < g->k; p++) {
-		double a = g->ta ? g->a[(size_t)p * g->m + i] : g->a[(size_t)i * g->k + p];
-		double b = g->tb ? g->b[(size_t)j * g->k + p] : g->b[(size_t)p * g->n + j];
-		sum += a * b;
-		mag += fabs(a * b);
+		double x = g->ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
+		double y = g->tb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
+		sum += x * y;
+		mag += fabs(x * y);
 	}
-	double got = g->c[(size_t)i * g->n + j];
+	double got = g->c[(size_t)t * g->sc + (size_t)i * gemm_ldc(g) + j];
 	if (fabs(got - sum) <= 1e-4 * mag + 1e-6)
 		return 1;
-	fprintf(stderr, "%s: wrong product in %s (%d x %d x %d): c[%d,%d] = %.7g, want %.7g\n",
-		prog, g->what, g->m, g->n, g->k, i, j, got, sum);
+	fprintf(stderr, "%s: wrong product in %s (%d x %d x %d): c%s[%d,%d] = %.7g, want %.7g\n",
+		prog, g->what, g->m, g->n, g->k, g->batch ? " of a batch" : "", i, j, got, sum);
 	return 0;
 }
 
-/* Every entry of a small product, GEMM_CHECK_SAMPLES random ones of a
- * large one. */
+/* Every entry of a small product (or batch), GEMM_CHECK_SAMPLES random ones
+ * of a large one. */
 static inline int gemm_check(const struct gemm *g, const char *prog)
 {
-	if ((long long)g->m * g->n <= GEMM_CHECK_SAMPLES) {
-		for (int i = 0; i < g->m; i++)
-			for (int j = 0; j < g->n; j++)
-				if (!gemm_entry_ok(g, i, j, prog))
-					return 0;
+	int nb = gemm_batch(g);
+	if ((long long)nb * g->m * g->n <= GEMM_CHECK_SAMPLES) {
+		for (int t = 0; t < nb; t++)
+			for (int i = 0; i < g->m; i++)
+				for (int j = 0; j < g->n; j++)
+					if (!gemm_entry_ok(g, t, i, j, prog))
+						return 0;
 		return 1;
 	}
-	for (int s = 0; s < GEMM_CHECK_SAMPLES; s++)
-		if (!gemm_entry_ok(g, (int)(bench_unit() * g->m), (int)(bench_unit() * g->n), prog))
+	for (int s = 0; s < GEMM_CHECK_SAMPLES; s++) {
+		int t = nb > 1 ? (int)(bench_unit() * nb) : 0;
+		int i = (int)(bench_unit() * g->m);
+		if (!gemm_entry_ok(g, t, i, (int)(bench_unit() * g->n), prog))
 			return 0;
+	}
 	return 1;
 }
 

@@ -12,11 +12,14 @@
  *
  * Each step: every layer's layer_forward, the loss, every layer's
  * layer_backward, each timed alone; then each of the layers' products as a
- * bare cblas_sgemm on buffers of its own. A figure is the median over the
- * repeats of one layer's (or product's) time, summed over the layers of a
- * kind. Letters: R rows per step, D input values per row. */
+ * bare cblas_sgemm on buffers of its own: dense's and conv2d's, and
+ * attention's, its heads' products one call a product as the backend's
+ * matmul_batched makes them. A figure is the median over the repeats of one
+ * layer's (or product's) time, summed over the layers of a kind. Letters:
+ * R rows per step, D input values per row (a token's on a sequence of T). */
 #include "backend.h"
 #include "bench_gemm.h"
+#include "bench_products.h"
 #include "layer_spec.h"
 #include "layers.h"
 #include "log.h"
@@ -35,7 +38,6 @@
 #define WARMUP_S 0.3
 #define MAX_REPS 1001
 #define MAX_ROWS_LIST 8
-#define MAX_GEMMS (3 * MODEL_MAX_LAYERS)
 
 
 /* Per-layer times of one repeat, seconds; [rep][layer]. */
@@ -46,8 +48,9 @@ struct times {
 	double loss[MAX_REPS], step[MAX_REPS];
 };
 
-/* The CPU backend with its matmul timed: the layers run exactly the CPU
- * backend's ops, and g_mm_s adds up the seconds spent in its products. */
+/* The CPU backend with its products timed: the layers run exactly the CPU
+ * backend's ops, and g_mm_s adds up the seconds spent in matmul and
+ * matmul_batched. */
 static const struct backend *g_cpu;
 static double g_mm_s;
 
@@ -59,54 +62,15 @@ static void timed_matmul(const struct backend *be, float *c, const float *a, con
 	g_mm_s += bench_now() - t0;
 }
 
-static void add_gemm(struct gemm *list, int *n, int m, int nn, int k, int ta, int tb, int layer,
-		     const char *what)
+static void timed_matmul_batched(const struct backend *be, float *c, const float *a,
+				 const float *b, int m, int n, int k, int ta, int tb, float beta,
+				 int batch, int lda, int ldb, int ldc, size_t sa, size_t sb,
+				 size_t sc)
 {
-	struct gemm *g = &list[(*n)++];
-	*g = (struct gemm){m, nn, k, ta, tb, NULL, NULL, NULL, "", layer};
-	snprintf(g->what, sizeof(g->what), "layer %d %s", layer + 1, what);
-	g->a = bench_rand((size_t)m * k, -0.5f);
-	g->b = bench_rand((size_t)k * nn, -0.5f);
-	g->c = bench_rand((size_t)m * nn, 0.0f);
-}
-
-/* The products layers.c's dense and conv2d issue for rows rows, with the
- * same shapes and transposes: forward y = x @ kernel, the kernel's gradient
- * x^T @ dy, and dx = dy @ kernel^T where a layer below needs it. conv2d is
- * the same on its im2col windows: M = R*oh*ow, N = filters, K = kh*kw*C. */
-static int gemms_init(const struct model *m, int rows, struct gemm *list)
-{
-	int n = 0;
-	for (int i = 0; i < m->n_layers; i++) {
-		const struct layer *l = &m->layer[i];
-		int mm, nn, k;
-		if (l->spec.kind == LAYER_DENSE) {
-			mm = rows;
-			nn = (int)l->out_size;
-			k = (int)l->in_size;
-		} else if (l->spec.kind == LAYER_CONV2D) {
-			int pos = l->win.oh * l->win.ow;
-			mm = rows * pos;
-			nn = l->spec.units;
-			k = (int)(l->cols_size / (size_t)pos);
-		} else {
-			continue;
-		}
-		add_gemm(list, &n, mm, nn, k, 0, 0, i, "forward");
-		add_gemm(list, &n, k, nn, mm, 1, 0, i, "weight grad");
-		if (l->needs_dx[0])
-			add_gemm(list, &n, mm, k, nn, 0, 1, i, "input grad");
-	}
-	return n;
-}
-
-static void gemms_free(struct gemm *list, int n)
-{
-	for (int i = 0; i < n; i++) {
-		free((void *)list[i].a);
-		free((void *)list[i].b);
-		free(list[i].c);
-	}
+	double t0 = bench_now();
+	g_cpu->matmul_batched(g_cpu, c, a, b, m, n, k, ta, tb, beta, batch, lda, ldb, ldc, sa, sb,
+			      sc);
+	g_mm_s += bench_now() - t0;
 }
 
 /* One step as model_forward then model_backward make it, each layer timed
@@ -183,7 +147,8 @@ static int check_step(struct model *m, const float *g_ref, float loss_ref, int r
 }
 
 /* Runs the benchmark for one batch size and prints its table; 0, -1 on a
- * wrong answer, or -2 when the model cannot be laid out. */
+ * wrong answer, or -2 when the model cannot be laid out (or its products
+ * do not fit, or memory runs out). */
 static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3], int classes,
 		      int rows, int reps, const struct backend *be, struct times *t)
 {
@@ -197,10 +162,13 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 	float *x = bench_rand((size_t)rows * m.in_dim, 0.0f); /* pixels in [0, 1) */
 	int32_t *y = malloc((size_t)rows * sizeof(int32_t));
 	float *g_ref = malloc(m.reg.total * sizeof(float));
-	struct gemm gemms[MAX_GEMMS];
-	int n_gemms = gemms_init(&m, rows, gemms), status = -1;
-	if (!y || !g_ref)
+	struct products *prod = calloc(1, sizeof(*prod));
+	int status = -2;
+	if (!y || !g_ref || !prod || products_init(prod, &m, rows))
 		goto out;
+	status = -1;
+	struct gemm *gemms = prod->g;
+	int n_gemms = prod->n;
 	for (int r = 0; r < rows; r++)
 		y[r] = (int32_t)(bench_unit() * classes);
 	model_set_batch(&m, x, y, rows);
@@ -286,12 +254,12 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 	       reps);
 	printf("GF/s = the kind's forward+backward FLOPs (layer_flops) / its time; in-layer mm =\n"
 	       "its matmuls' time inside the layers; sgemm = the same products alone\n");
-	printf("%-10s %3s %8s %8s %6s %7s | %8s %8s %9s %9s\n", "kind", "n", "fwd_ms", "bwd_ms",
+	printf("%-13s %3s %8s %8s %6s %7s | %8s %8s %9s %9s\n", "kind", "n", "fwd_ms", "bwd_ms",
 	       "share", "GF/s", "mm_ms", "sgemm_ms", "mm/sgemm", "kind/sgemm");
 	for (int i = 0; i < n_kinds; i++) {
 		int k = kinds[i];
 		double s = fwd[k] + bwd[k];
-		printf("%-10s %3d %8.3f %8.3f %5.1f%% ", layer_names[k], count[k], 1e3 * fwd[k],
+		printf("%-13s %3d %8.3f %8.3f %5.1f%% ", layer_names[k], count[k], 1e3 * fwd[k],
 		       1e3 * bwd[k], 100 * s / total);
 		if (sg[k] > 0)
 			printf("%7.2f | %8.3f %8.3f %9.2f %9.2f\n", fl[k] / s * 1e-9, 1e3 * mm[k],
@@ -299,9 +267,9 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 		else
 			printf("%7s | %8s %8s %9s %9s\n", "-", "-", "-", "-", "-");
 	}
-	printf("%-10s %3s %8.3f %8s %5.1f%%\n", "loss", "", 1e3 * loss_s, "", 100 * loss_s / total);
+	printf("%-13s %3s %8.3f %8s %5.1f%%\n", "loss", "", 1e3 * loss_s, "", 100 * loss_s / total);
 	double model_fl = model_flops_per_row(&m) * rows;
-	printf("%-10s %3d %8s %8s %5.1f%% %7.2f | %8.3f %8.3f %9.2f %9.2f\n", "all", m.n_layers,
+	printf("%-13s %3d %8s %8s %5.1f%% %7.2f | %8.3f %8.3f %9.2f %9.2f\n", "all", m.n_layers,
 	       "", "", 100.0, model_fl / total * 1e-9, 1e3 * mm_all, 1e3 * sg_all,
 	       mm_all / sg_all, prod_all / sg_all);
 	printf("layers rows %d sum_ms %.3f step_ms %.3f sum/step %.3f gflops %.2f sgemm_gflops %.2f "
@@ -310,7 +278,9 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 	       prod_all / sg_all, model_fl * 1e-6);
 	status = 0;
 out:
-	gemms_free(gemms, n_gemms);
+	if (prod)
+		products_free(prod);
+	free(prod);
 	free(x);
 	free(y);
 	free(g_ref);
@@ -374,6 +344,7 @@ int main(int argc, char **argv)
 	g_cpu = backend_cpu();
 	struct backend timed = *g_cpu;
 	timed.matmul = timed_matmul;
+	timed.matmul_batched = timed_matmul_batched;
 	struct times *t = malloc(sizeof(*t));
 	if (!t)
 		return 1;

@@ -44,7 +44,8 @@ static void add_call(struct step *s, int m, int n, int k, int ta, int tb, const 
 		     const float *b, float *c, const char *phase, int layer)
 {
 	struct gemm *g = &s->call[s->n_calls++];
-	*g = (struct gemm){m, n, k, ta, tb, a, b, c, "", layer};
+	*g = (struct gemm){.m = m, .n = n, .k = k, .ta = ta, .tb = tb, .a = a, .b = b, .c = c,
+			   .tag = layer};
 	snprintf(g->what, sizeof(g->what), "%s layer %d", phase, layer);
 }
 

@@ -3,8 +3,9 @@
 CPU, its steady-state samples/s with 1 and with 2 intra-op threads, printed
 one line per thread count for bench/bench.sh to set mtrain against.
 
-usage: bench/bench_torch.py cnn|mlp|resnet [--batchnorm] [--threads 1,2] [--batch 128]
+usage: bench/bench_torch.py cnn|mlp|resnet|vit [--batchnorm] [--threads 1,2] [--batch 128]
                            [--steps N] [--repeats R] [--warmup W]
+                           [--attention matmul|sdpa]
   cnn: conv 32 3x3 same, relu, maxpool 2, conv 64 3x3 same, relu, maxpool 2,
        flatten, dense 128, relu, dropout 0.3, dense 10  (input 1x28x28);
        --batchnorm: batch norm after each conv (conv, batchnorm, relu, as
@@ -12,6 +13,9 @@ usage: bench/bench_torch.py cnn|mlp|resnet [--batchnorm] [--threads 1,2] [--batc
   mlp: 784-256-256-10 relu
   resnet: jobs/fmnist-resnet.conf's ResNet-20 (bench/resnet_torch.py's model:
        TF padding, Keras batch norm and initialisers)
+  vit: jobs/fmnist-vit.conf's ViT (bench/vit_torch.py's model and Keras
+       initialisers); --attention: its heads' products as three ops (matmul,
+       the default: the faster here) or by scaled_dot_product_attention (sdpa)
 Each step as mtrain's: forward, softmax cross-entropy (mean over the batch),
 backward, Adam (lr 1e-3, Keras' epsilon 1e-7), then the EMA of the weights,
 shadow -= (1 - d) * (shadow - w) with d = min(0.999, (1 + step) / (10 + step)).
@@ -40,24 +44,33 @@ from torch import nn
 POOL_BATCHES = 8  # distinct synthetic batches cycled through
 
 
-def build(kind, batchnorm):
+def build(kind, batchnorm, attention):
+    """The model, initialised as Keras does."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if kind == "resnet":
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import resnet_torch  # the accuracy peer's model, one definition
         model = resnet_torch.ResNet20(ranks=1)
         resnet_torch.keras_init(model)
+        return model
+    if kind == "vit":
+        import vit_torch
+        model = vit_torch.ViT(attention)
+        vit_torch.keras_init(model)
         return model
     if kind == "cnn":
         def bn(c):
             # Keras' BatchNormalization defaults: momentum 0.99, epsilon 1e-3.
             return [nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)] if batchnorm else []
-        return nn.Sequential(
+        model = nn.Sequential(
             nn.Conv2d(1, 32, 3, padding="same"), *bn(32), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(32, 64, 3, padding="same"), *bn(64), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.3),
             nn.Linear(128, 10))
-    return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
-                         nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    else:
+        model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
+                              nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    glorot(model)
+    return model
 
 
 def glorot(model):
@@ -68,12 +81,11 @@ def glorot(model):
             nn.init.zeros_(m.bias)
 
 
-def run(kind, batchnorm, threads, batch, steps, repeats, warmup):
+def run(kind, batchnorm, attention, threads, batch, steps, repeats, warmup):
     """Samples/s of each repeat, the last loss, and whether the EMA moved."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = build(kind, batchnorm)
-    glorot(model)
+    model = build(kind, batchnorm, attention)
     model.train()
     params = [p for p in model.parameters()]
     opt = torch.optim.Adam(params, lr=1e-3, eps=1e-7)
@@ -114,15 +126,17 @@ def run(kind, batchnorm, threads, batch, steps, repeats, warmup):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("kind", choices=["cnn", "mlp", "resnet"])
+    ap.add_argument("kind", choices=["cnn", "mlp", "resnet", "vit"])
     ap.add_argument("--batchnorm", action="store_true", help="cnn: batch norm after each conv")
     ap.add_argument("--threads", default="1,2", help="comma-separated, e.g. 1,2")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=None,
-                    help="steps per repeat (default cnn and resnet 20, mlp 200)")
+                    help="steps per repeat (default cnn, resnet and vit 20, mlp 200)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=None,
-                    help="untimed steps first (default cnn and resnet 5, mlp 50)")
+                    help="untimed steps first (default cnn, resnet and vit 5, mlp 50)")
+    ap.add_argument("--attention", choices=["matmul", "sdpa"], default="matmul",
+                    help="vit: the heads' products by scaled_dot_product_attention or three ops")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     thread_counts = [int(t) for t in a.threads.split(",")]
@@ -137,6 +151,8 @@ def main():
                     "--repeats", str(a.repeats)]
             if a.batchnorm:
                 argv.append("--batchnorm")
+            if a.kind == "vit":
+                argv += ["--attention", a.attention]
             if a.steps:
                 argv += ["--steps", str(a.steps)]
             if a.warmup is not None:
@@ -148,9 +164,12 @@ def main():
     warmup = a.warmup if a.warmup is not None else (50 if a.kind == "mlp" else 5)
     ok = True
     for threads in thread_counts:
-        rates, loss, moved = run(a.kind, a.batchnorm, threads, a.batch, steps, a.repeats, warmup)
+        rates, loss, moved = run(a.kind, a.batchnorm, a.attention, threads, a.batch, steps,
+                                 a.repeats, warmup)
         med = statistics.median(rates)
-        print(f"torch model {a.kind}{'-bn' if a.batchnorm else ''} threads {threads} batch {a.batch} samples_per_s {med:.1f} "
+        name = a.kind + ("-bn" if a.batchnorm else "") + \
+            ("-sdpa" if a.kind == "vit" and a.attention == "sdpa" else "")
+        print(f"torch model {name} threads {threads} batch {a.batch} samples_per_s {med:.1f} "
               f"min {min(rates):.1f} max {max(rates):.1f} step_ms {1e3 * a.batch / med:.3f} "
               f"loss {loss:.4f}", flush=True)
         if not math.isfinite(loss):
