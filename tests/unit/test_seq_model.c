@@ -2,6 +2,7 @@
  * (the text parses back to itself), a ViT's variables under Keras' names
  * and shapes, the summary's sequence shapes and kept memory, and bad
  * descriptions named in one line. */
+#include "backend.h"
 #include "layer_spec.h"
 #include "log.h"
 #include "model.h"
@@ -192,10 +193,51 @@ static void check_bad_models(void)
 	}
 }
 
+/* The causal mask: no token's output reads a later token. Two rows alike
+ * but for their last token give the same attention output (bit for bit)
+ * on every token before it, and another on the last; without the mask
+ * every token would differ. */
+static void check_causal(void)
+{
+	enum { T = 5, D = 4, R = 2 };
+	const int in[3] = {T, 1, D};
+	struct model m;
+	EXPECT(plan(&m, "tokens,attention:2:causal,flatten,dense", in, 0) == 0);
+	const struct backend *be = backend_cpu();
+	model_alloc(&m, be, R);
+	float *w = malloc(m.reg.total * sizeof(float));
+	model_glorot(&m, 3, w);
+	be->copy_in(be, m.w, w, m.reg.total * sizeof(float));
+	float x[R * T * D];
+	int32_t y[R] = {0, 1};
+	for (int i = 0; i < T * D; i++)
+		x[i] = x[T * D + i] = sinf(0.7f * (float)i);
+	for (int i = (T - 1) * D; i < T * D; i++)
+		x[T * D + i] += 0.5f;
+	model_set_batch(&m, x, y, R);
+	model_forward(&m, R, 0, 1.0f);
+	float out[R * T * D];
+	be->copy_out(be, out, m.layer[1].y, sizeof(out));
+	int same_before = 1, same_last = 1;
+	for (int t = 0; t < T; t++)
+		for (int d = 0; d < D; d++) {
+			int same = out[t * D + d] == out[T * D + t * D + d];
+			if (t < T - 1)
+				same_before &= same;
+			else
+				same_last &= same;
+		}
+	EXPECT(same_before);
+	EXPECT(!same_last);
+	free(w);
+	model_free(&m);
+}
+
 int main(void)
 {
 	check_words();
 	check_vit_names();
+	check_causal();
 	check_bad_models();
 	return unit_done("test_seq_model");
 }
