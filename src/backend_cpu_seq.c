@@ -104,16 +104,20 @@ CPU_WIDE void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma
 	for (int r = 0; r < rows; r++) {
 		const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
 		float mu = mean[r], rs = rstd[r];
-		float sg[LANES] = {0}, sgx[LANES] = {0};
+		/* lane l sums the columns j = l mod 8, as lanes_total wants */
+		vf8 sg8 = {0}, sgx8 = {0};
 		int j = 0;
-		for (; j + LANES <= cols; j += LANES)
-			for (int l = 0; l < LANES; l++) {
-				float xhat = (xr[j + l] - mu) * rs, g = dyr[j + l] * gamma[j + l];
-				dgamma[j + l] += dyr[j + l] * xhat;
-				dbeta[j + l] += dyr[j + l];
-				sg[l] += g;
-				sgx[l] += g * xhat;
-			}
+		for (; j + LANES <= cols; j += LANES) {
+			vf8 d = *(const vf8 *)(dyr + j);
+			vf8 xhat = (*(const vf8 *)(xr + j) - mu) * rs, g = d * *(const vf8 *)(gamma + j);
+			*(vf8 *)(dgamma + j) += d * xhat;
+			*(vf8 *)(dbeta + j) += d;
+			sg8 += g;
+			sgx8 += g * xhat;
+		}
+		float sg[LANES], sgx[LANES];
+		memcpy(sg, &sg8, sizeof(sg));
+		memcpy(sgx, &sgx8, sizeof(sgx));
 		for (; j < cols; j++) {
 			float xhat = (xr[j] - mu) * rs, g = dyr[j] * gamma[j];
 			dgamma[j] += dyr[j] * xhat;

@@ -15,6 +15,11 @@
 #define CPU_WIDE
 #endif
 
+/* Eight floats at any alignment (GCC's vector extension, Clang's too):
+ * 256-bit instructions in CPU_WIDE's AVX2 clone, two 128-bit ones in the
+ * baseline. For the loops GCC's vectoriser leaves scalar. */
+typedef float vf8 __attribute__((vector_size(32), aligned(4), may_alias));
+
 void cpu_softmax(const struct backend *be, float *y, const float *x, int rows, int cols,
 		 float scale, int causal);
 void cpu_softmax_backward(const struct backend *be, float *dx, const float *dy, const float *y,
