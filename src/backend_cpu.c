@@ -1,9 +1,11 @@
 /* The CPU backend: the reference implementation of backend.h, OpenBLAS sgemm
- * for matrix products (one thread per rank: ranks are the parallelism) and
- * plain loops over the shared formulas of mathfn.h for the rest. */
+ * for matrix products (one thread per rank: ranks are the parallelism),
+ * attention's small per-head products in backend_cpu_small.c, and plain
+ * loops over the shared formulas of mathfn.h for the rest. */
 #include "backend.h"
 #include "backend_cpu_conv.h"
 #include "backend_cpu_seq.h"
+#include "backend_cpu_small.h"
 #include "check.h"
 
 #include <cblas.h>
@@ -39,9 +41,9 @@ static void cpu_copy(const struct backend *be, void *dst, const void *src, size_
  * step. A c to be overwritten is cleared here instead (memset, line by
  * line) and the product added to it (beta 1: no such pass); the same bits,
  * 0 + x being x. */
-static void cpu_matmul_batched(const struct backend *be, float *c, const float *a, const float *b,
-			       int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
-			       int ldb, int ldc, size_t sa, size_t sb, size_t sc)
+static void blas_matmul_batched(float *c, const float *a, const float *b, int m, int n, int k,
+				int ta, int tb, float beta, int batch, int lda, int ldb, int ldc,
+				size_t sa, size_t sb, size_t sc)
 {
 	if (beta == 0.0f) {
 		for (int i = 0; i < batch; i++) {
@@ -60,11 +62,27 @@ static void cpu_matmul_batched(const struct backend *be, float *c, const float *
 			    b + (size_t)i * sb, ldb, beta, c + (size_t)i * sc, ldc);
 }
 
+/* The batched products are attention's per-head ones: those within
+ * cpu_small_fits (the ViT's, a GPT's of short contexts, b not transposed) go to the small
+ * path, a fixed choice by shape, so that a row's result never depends on
+ * the batch it came in; the larger ones to OpenBLAS. */
+static void cpu_matmul_batched(const struct backend *be, float *c, const float *a, const float *b,
+			       int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
+			       int ldb, int ldc, size_t sa, size_t sb, size_t sc)
+{
+	if ((beta == 0.0f || beta == 1.0f) && cpu_small_fits(m, n, k, tb)) {
+		for (int i = 0; i < batch; i++)
+			cpu_small_matmul(c + (size_t)i * sc, a + (size_t)i * sa, b + (size_t)i * sb,
+					 m, n, k, ta, beta == 1.0f, lda, ldb, ldc);
+		return;
+	}
+	blas_matmul_batched(c, a, b, m, n, k, ta, tb, beta, batch, lda, ldb, ldc, sa, sb, sc);
+}
+
 static void cpu_matmul(const struct backend *be, float *c, const float *a, const float *b,
 		       int m, int n, int k, int ta, int tb, float beta)
 {
-	cpu_matmul_batched(be, c, a, b, m, n, k, ta, tb, beta, 1, ta ? m : k, tb ? k : n, n, 0,
-			   0, 0);
+	blas_matmul_batched(c, a, b, m, n, k, ta, tb, beta, 1, ta ? m : k, tb ? k : n, n, 0, 0, 0);
 }
 
 /* a (n) = act(z) and dz (n) = act'(z) * da, each kind its own loop, the

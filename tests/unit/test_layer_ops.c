@@ -57,6 +57,74 @@ static void check_matmul(const struct backend *be)
 	be->free(be, bc);
 }
 
+/* matmul_batched on attention's shapes (the small path of
+ * backend_cpu_small.c) and on one too wide for it (OpenBLAS): every
+ * transpose, beta 0 and 1, a head's columns of wider rows (ld > the
+ * width), rows left over from the blocks of 4, columns from the panels of
+ * 16. The small path promises the sum over p in order of float products,
+ * so where it runs (b not transposed) the result is compared bit for bit
+ * with that loop. */
+static void check_matmul_batched(const struct backend *be, int m, int n, int k, int small)
+{
+	enum { BATCH = 3, PAD = 5 };
+	struct rng r;
+	rng_init(&r, 13, (uint64_t)(m * 10000 + n * 100 + k));
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++)
+			for (int acc = 0; acc < 2; acc++) {
+				int ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
+				int lda = ca + PAD, ldb = cb + PAD, ldc = n + PAD;
+				size_t sa = (size_t)ra * lda, sb = (size_t)rb * ldb, sc = (size_t)m * ldc;
+				float *a = malloc(BATCH * sa * sizeof(float));
+				float *b = malloc(BATCH * sb * sizeof(float));
+				float *c0 = malloc(BATCH * sc * sizeof(float));
+				float *c = malloc(BATCH * sc * sizeof(float));
+				for (size_t i = 0; i < BATCH * sa; i++)
+					a[i] = uniform(&r, -1.0f, 1.0f);
+				for (size_t i = 0; i < BATCH * sb; i++)
+					b[i] = uniform(&r, -1.0f, 1.0f);
+				for (size_t i = 0; i < BATCH * sc; i++)
+					c0[i] = uniform(&r, -1.0f, 1.0f);
+				memcpy(c, c0, BATCH * sc * sizeof(float));
+				be->matmul_batched(be, c, a, b, m, n, k, ta, tb, acc ? 1.0f : 0.0f, BATCH,
+						   lda, ldb, ldc, sa, sb, sc);
+				int bad = 0;
+				for (int t = 0; t < BATCH; t++)
+					for (int i = 0; i < m; i++)
+						for (int j = 0; j < ldc; j++) {
+							size_t at = t * sc + (size_t)i * ldc + j;
+							if (j >= n) { /* past the width: untouched */
+								bad += c[at] != c0[at];
+								continue;
+							}
+							float s = 0.0f;
+							double d = 0.0;
+							for (int p = 0; p < k; p++) {
+								float av = ta ? a[t * sa + (size_t)p * lda + i]
+									      : a[t * sa + (size_t)i * lda + p];
+								float bv = tb ? b[t * sb + (size_t)j * ldb + p]
+									      : b[t * sb + (size_t)p * ldb + j];
+								float prod = av * bv;
+								s += prod;
+								d += (double)av * bv;
+							}
+							if (acc) {
+								s = c0[at] + s;
+								d += c0[at];
+							}
+							bad += small && !tb ? c[at] != s : fabs(c[at] - d) > 1e-5 * (1 + k);
+						}
+				if (bad)
+					fprintf(stderr, "matmul_batched %dx%dx%d ta=%d tb=%d beta %d: %d "
+							"values wrong\n", m, n, k, ta, tb, acc, bad);
+				EXPECT(bad == 0);
+				free(a);
+				free(b);
+				free(c0);
+				free(c);
+			}
+}
+
 /* xent on a 2x3 batch whose softmax is exact:
  *   row 0 logits {0, ln 2, ln 5}, label 2: p = {1/8, 2/8, 5/8}, loss ln(8/5), argmax 2: correct
  *   row 1 logits {0, ln 3, ln 4}, label 0: p = {1/8, 3/8, 4/8}, loss ln 8,     argmax 2: wrong
@@ -376,6 +444,14 @@ int main(void)
 {
 	const struct backend *be = backend_cpu();
 	check_matmul(be);
+	/* the ViT's heads (49 tokens, key_dim 16), both ways round; odd rows
+	 * and a panel's tail; the widest small one; too wide for it */
+	check_matmul_batched(be, 49, 49, 16, 1);
+	check_matmul_batched(be, 49, 16, 49, 1);
+	check_matmul_batched(be, 7, 21, 3, 1);
+	check_matmul_batched(be, 5, 64, 64, 1);
+	check_matmul_batched(be, 6, 30, 5, 1);
+	check_matmul_batched(be, 9, 70, 12, 0);
 	check_gelu_exact();
 	check_bias_grad(be);
 	check_xent(be);
