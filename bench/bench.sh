@@ -30,6 +30,8 @@
 #   BENCH_RESNET_STEPS (default 30), BENCH_RESNET_REPEATS (default 3),
 #   BENCH_VIT_STEPS (default 30), BENCH_VIT_REPEATS (default 3),
 #   BENCH_TORCH (0: skip PyTorch), PYTHON (the python3 that has torch),
+#   BENCH_PAIRS (default 5: the CNN, ResNet-20 and ViT against PyTorch in
+#   pairs taken in turn, after the separate runs; 0: none),
 #   MTRAIN_DATA_DIR (mtrain's data cache, default ./data; imported on first use).
 # About 8 minutes on 2 cores with the defaults (vit: about 6 more).
 # Exit status 1 when a run fails, its loss is not a finite number, its timing
@@ -270,6 +272,7 @@ torch_peer() {
 	# tensors reuse the heap instead of faulting in fresh pages each time.
 	local fast_malloc=(MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4294967296)
 	local setting t row=() best=0 ver
+	PEER_EXTRA=("${extra[@]}")
 	for setting in plain malloc; do
 		local envs=()
 		[ $setting = plain ] || envs=("${fast_malloc[@]}")
@@ -281,7 +284,9 @@ torch_peer() {
 			t=$(awk -v n=$threads '$1 == "torch" && $5 == n {print $9}' "$out")
 			[[ $t =~ $NUM ]] || { cat "$out" >&2; fail "bench_torch.py $kind: no samples/s"; }
 			row+=("$t")
-			best=$(awk -v a="$best" -v b="$t" 'BEGIN { print (b > a ? b : a) }')
+			if awk -v a="$best" -v b="$t" 'BEGIN { exit !(b > a) }'; then
+				best=$t PEER_THREADS=$threads PEER_ENV=("${envs[@]}")
+			fi
 		done
 		ver=$(awk '$2 == "version" {print $3; exit}' "$out")
 	done
@@ -290,6 +295,34 @@ torch_peer() {
 	printf "  %s:\n  %26s 1 thread %8.0f   2 threads %8.0f\n" "${fast_malloc[*]}" "" "${row[2]}" "${row[3]}"
 	awk -v m2="${SPS[2]}" -v best="$best" 'BEGIN {
 		printf "mtrain 2 ranks / best PyTorch (samples/s): %.0f / %.0f = %.2fx\n", m2, best, m2 / best }'
+}
+
+# interleave KIND STEPS MTRAIN_ARGS...: BENCH_PAIRS (default 5) pairs, each
+# mtrain on 2 ranks then PyTorch in its best setting (torch_peer's), so that
+# a slow spell of this machine falls on both; prints each pair's ratio and
+# their median, the figure to quote (separate runs minutes apart can move
+# by a fifth here).
+interleave() {
+	local kind=$1 steps=$2 pairs=${BENCH_PAIRS:-5} out=$WORK/pair.out k m t list=""
+	shift 2
+	[ -n "$PY" ] && [ "$pairs" -gt 0 ] || return 0
+	for ((k = 1; k <= pairs; k++)); do
+		train 2 "$steps" "$kind-pair" "$@"
+		m=$(tail -1 "$WORK/runs-$kind-pair" | cut -d' ' -f2)
+		timeout 600 env "${PEER_ENV[@]}" "$PY" "$TORCH_PEER" "$kind" "${PEER_EXTRA[@]}" \
+			--threads "$PEER_THREADS" --repeats 1 --steps "$steps" >"$out" 2>&1 ||
+			{ cat "$out" >&2; fail "bench_torch.py $kind (pair $k) failed"; }
+		t=$(awk '$1 == "torch" {print $9}' "$out")
+		[[ $t =~ $NUM ]] || { cat "$out" >&2; fail "bench_torch.py $kind (pair $k): no samples/s"; }
+		list+="$m $t "
+	done
+	echo "$list" | awk -v n="$PEER_THREADS" '{
+		for (i = 1; i < NF; i += 2) { r[++k] = $i / $(i + 1); s = s sprintf(" %.0f/%.0f", $i, $(i + 1)) }
+		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { x = r[i]; r[i] = r[j]; r[j] = x }
+		med = k % 2 ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
+		printf "interleaved, mtrain 2 ranks then PyTorch (%d threads, its best setting above), %d pairs:%s\n", n, k, s
+		printf "mtrain 2 ranks / PyTorch, median of the pairs: %.2fx (range %.2f to %.2f)\n", med, r[1], r[k] }'
+	rm -f "$WORK/runs-$kind-pair"
 }
 
 CORE=$("$LAYERS" --model dense --input-shape 1,1,4 --rows 1 --reps 1 |
@@ -363,6 +396,7 @@ conv_bench() {
 	echo "step/sgemm = the whole step's FLOP rate / sgemm"
 	rank_table "$tag" lsgemm
 	torch_peer "$tag"
+	interleave "$tag" "$steps" "${args[@]}"
 	echo
 	echo "-- where a step goes, layer kind by kind (bench_layers, one process, per-rank batches):"
 	sed -n '/^rows /,$p' "$WORK/layers-table.out" | grep -v '^bench_layers: check ok'
