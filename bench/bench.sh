@@ -303,9 +303,11 @@ torch_peer() {
 # their median, the figure to quote (separate runs minutes apart can move
 # by a fifth here).
 interleave() {
-	local kind=$1 steps=$2 pairs=${BENCH_PAIRS:-5} out=$WORK/pair.out k m t list=""
+	local kind=$1 steps=$2 pairs=${BENCH_PAIRS:-5} out=$WORK/pair.out k m t lo hi
+	local ratios=$WORK/pairs-$kind # a line a pair: mtrain's samples/s, PyTorch's, the ratio
 	shift 2
 	[ -n "$PY" ] && [ "$pairs" -gt 0 ] || return 0
+	: >"$ratios"
 	for ((k = 1; k <= pairs; k++)); do
 		train 2 "$steps" "$kind-pair" "$@"
 		m=$(tail -1 "$WORK/runs-$kind-pair" | cut -d' ' -f2)
@@ -314,15 +316,14 @@ interleave() {
 			{ cat "$out" >&2; fail "bench_torch.py $kind (pair $k) failed"; }
 		t=$(awk '$1 == "torch" {print $9}' "$out")
 		[[ $t =~ $NUM ]] || { cat "$out" >&2; fail "bench_torch.py $kind (pair $k): no samples/s"; }
-		list+="$m $t "
+		awk -v a="$m" -v b="$t" 'BEGIN { printf "%s %s %.6f\n", a, b, a / b }' >>"$ratios"
 	done
-	echo "$list" | awk -v n="$PEER_THREADS" '{
-		for (i = 1; i < NF; i += 2) { r[++k] = $i / $(i + 1); s = s sprintf(" %.0f/%.0f", $i, $(i + 1)) }
-		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { x = r[i]; r[i] = r[j]; r[j] = x }
-		med = k % 2 ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
-		printf "interleaved, mtrain 2 ranks then PyTorch (%d threads, its best setting above), %d pairs:%s\n", n, k, s
-		printf "mtrain 2 ranks / PyTorch, median of the pairs: %.2fx (range %.2f to %.2f)\n", med, r[1], r[k] }'
-	rm -f "$WORK/runs-$kind-pair"
+	read -r lo hi < <(sort -g -k3,3 "$ratios" | awk 'NR == 1 {lo = $3} {hi = $3} END {print lo, hi}')
+	echo "interleaved, mtrain 2 ranks then PyTorch ($PEER_THREADS threads, its best setting above)," \
+		"$pairs pairs:$(awk '{printf " %.0f/%.0f", $1, $2}' "$ratios")"
+	awk -v med="$(median "$ratios" 3)" -v lo="$lo" -v hi="$hi" 'BEGIN {
+		printf "mtrain 2 ranks / PyTorch, median of the pairs: %.2fx (range %.2f to %.2f)\n", med, lo, hi }'
+	rm -f "$WORK/runs-$kind-pair" "$ratios"
 }
 
 CORE=$("$LAYERS" --model dense --input-shape 1,1,4 --rows 1 --reps 1 |

@@ -6,7 +6,7 @@
  * with zeros), and each block of 4 rows x 16 columns of c is summed in
  * registers over k and written once.
  *
- * Letters: c (m, n) = op(a) (m, k) @ op(b) (k, n). */
+ * Letters: c (m, n) = op(a) (m, k) @ b (k, n). */
 #include "backend_cpu_small.h"
 #include "backend_cpu_seq.h"
 

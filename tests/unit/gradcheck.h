@@ -25,6 +25,13 @@ static inline float uniform(struct rng *r, float lo, float hi)
 	return lo + (hi - lo) * rng_uniform(r);
 }
 
+/* p[0 .. n) drawn uniform in [lo, hi), in order. */
+static inline void fill_uniform(struct rng *r, float *p, size_t n, float lo, float hi)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = uniform(r, lo, hi);
+}
+
 #define MAX_IN 64
 #define FD_EPS 1e-2f
 
@@ -208,8 +215,7 @@ static inline void check_layouts(int rows, int kept, const char *desc, const int
 	be->copy_in(be, m.w, w, m.reg.total * sizeof(float));
 	struct rng r;
 	rng_init(&r, 4, 1);
-	for (int i = 0; i < rows * dim; i++)
-		x[i] = uniform(&r, -1.0f, 1.0f);
+	fill_uniform(&r, x, (size_t)rows * dim, -1.0f, 1.0f);
 	for (int i = 0; i < rows; i++)
 		y[i] = (int32_t)rng_below(&r, CLASSES);
 	model_set_batch(&m, x, y, rows);

@@ -22,12 +22,9 @@ static void check_matmul(const struct backend *be)
 	float a[M * K], b[K * N], c0[M * N], c[M * N];
 	struct rng r;
 	rng_init(&r, 12, 0);
-	for (int i = 0; i < M * K; i++)
-		a[i] = uniform(&r, -1.0f, 1.0f);
-	for (int i = 0; i < K * N; i++)
-		b[i] = uniform(&r, -1.0f, 1.0f);
-	for (int i = 0; i < M * N; i++)
-		c0[i] = uniform(&r, -1.0f, 1.0f);
+	fill_uniform(&r, a, M * K, -1.0f, 1.0f);
+	fill_uniform(&r, b, K * N, -1.0f, 1.0f);
+	fill_uniform(&r, c0, M * N, -1.0f, 1.0f);
 	float *ba = be->alloc(be, sizeof(a)), *bb = be->alloc(be, sizeof(b));
 	float *bc = be->alloc(be, sizeof(c));
 	be->copy_in(be, ba, a, sizeof(a));
@@ -79,12 +76,9 @@ static void check_matmul_batched(const struct backend *be, int m, int n, int k, 
 				float *b = malloc(BATCH * sb * sizeof(float));
 				float *c0 = malloc(BATCH * sc * sizeof(float));
 				float *c = malloc(BATCH * sc * sizeof(float));
-				for (size_t i = 0; i < BATCH * sa; i++)
-					a[i] = uniform(&r, -1.0f, 1.0f);
-				for (size_t i = 0; i < BATCH * sb; i++)
-					b[i] = uniform(&r, -1.0f, 1.0f);
-				for (size_t i = 0; i < BATCH * sc; i++)
-					c0[i] = uniform(&r, -1.0f, 1.0f);
+				fill_uniform(&r, a, BATCH * sa, -1.0f, 1.0f);
+				fill_uniform(&r, b, BATCH * sb, -1.0f, 1.0f);
+				fill_uniform(&r, c0, BATCH * sc, -1.0f, 1.0f);
 				memcpy(c, c0, BATCH * sc * sizeof(float));
 				be->matmul_batched(be, c, a, b, m, n, k, ta, tb, acc ? 1.0f : 0.0f, BATCH,
 						   lda, ldb, ldc, sa, sb, sc);
