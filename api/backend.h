@@ -178,6 +178,10 @@ struct backend {
 	/* Whether any of x (n) is NaN or infinite; waits for the ops queued
 	 * so far. */
 	int (*nonfinite)(const struct backend *be, const float *x, size_t n);
+	/* The sum of x (n)'s squares, in double, in an order fixed by n alone
+	 * (every rank's alike for the same x); NaN or infinite when any of x
+	 * is. Waits for the ops queued so far. */
+	double (*sumsq)(const struct backend *be, const float *x, size_t n);
 	/* Waits until every queued op has finished. */
 	void (*synchronize)(const struct backend *be);
 	/* The compute stream (a cudaStream_t) that a device communicator

@@ -64,6 +64,11 @@ enum optim_hp_id { OPTIM_HP_NONE, OPTIM_HP_BETA1, OPTIM_HP_BETA2, OPTIM_HP_WEIGH
 	X(ZERO_ON, "1")                                                        \
 	X(ZERO_AUTO, "auto")
 
+/* X(id, name): the built-in data a run without --data takes (--dataset). */
+#define DATASET_KINDS(X)                                                       \
+	X(DATASET_FASHION_MNIST, "fashion-mnist")                              \
+	X(DATASET_JARGON, "jargon")
+
 /* X(id, name): the learning rate after warm-up (--schedule). */
 #define SCHEDULE_KINDS(X)                                                      \
 	X(SCHED_CONSTANT, "constant")                                          \
@@ -80,6 +85,7 @@ enum device_kind { DEVICE_KINDS(KIND_ID) };
 enum precision { PRECISION_KINDS(KIND_ID) };
 enum lr_schedule { SCHEDULE_KINDS(KIND_ID) };
 enum zero_kind { ZERO_KINDS(KIND_ID) };
+enum dataset_kind { DATASET_KINDS(KIND_ID) };
 #undef KIND_ID
 
 #ifndef __CUDACC__
@@ -94,6 +100,7 @@ extern const char *const device_names[];
 extern const char *const precision_names[];
 extern const char *const schedule_names[];
 extern const char *const zero_names[];
+extern const char *const dataset_names[];
 /* Each optimizer's defaults, the columns of its OPTIM_KINDS row:
  * optim_defaults[OPTIM_LION][OPTIM_HP_BETA2] is 0.99. */
 extern const float optim_defaults[][OPTIM_HP_COUNT];

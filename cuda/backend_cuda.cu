@@ -21,6 +21,7 @@ struct cuda_ctx {
 	cublasHandle_t blas;
 	void *workspace;       /* cuBLAS's, CUBLAS_WORKSPACE_BYTES */
 	unsigned *flag;        /* (1) device: nonfinite's answer */
+	double *parts;         /* (CUDA_SUMSQ_PARTS) device: sumsq's */
 	cublasComputeType_t compute; /* CUBLAS_COMPUTE_32F or ..._FAST_16BF */
 };
 
@@ -274,6 +275,18 @@ static int cu_nonfinite(const struct backend *be, const float *x, size_t n)
 	return bad != 0;
 }
 
+static double cu_sumsq(const struct backend *be, const float *x, size_t n)
+{
+	struct cuda_ctx *c = ctx_of(be);
+	double part[CUDA_SUMSQ_PARTS], sum = 0.0;
+	cuda_sumsq_parts(c->parts, x, n, c->stream);
+	CUDA_CHECK(cudaMemcpyAsync(part, c->parts, sizeof(part), cudaMemcpyDeviceToHost, c->stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	for (int i = 0; i < CUDA_SUMSQ_PARTS; i++)
+		sum += part[i];
+	return sum;
+}
+
 static void cu_synchronize(const struct backend *be)
 {
 	CUDA_CHECK(cudaStreamSynchronize(stream_of(be)));
@@ -303,6 +316,7 @@ static void cu_close(const struct backend *be)
 	CUBLAS_CHECK(cublasDestroy(x->blas));
 	CUDA_CHECK(cudaFree(x->workspace));
 	CUDA_CHECK(cudaFree(x->flag));
+	CUDA_CHECK(cudaFree(x->parts));
 	CUDA_CHECK(cudaStreamDestroy(x->stream));
 	log_set_device(-1);
 	free(x);
@@ -350,6 +364,7 @@ static const struct backend cuda_table = {
 	.optim_update = cu_optim_update,
 	.ema_update = cu_ema_update,
 	.nonfinite = cu_nonfinite,
+	.sumsq = cu_sumsq,
 	.synchronize = cu_synchronize,
 	.stream = cu_stream,
 	.set_precision = cu_set_precision,
@@ -415,6 +430,7 @@ extern "C" const struct backend *backend_cuda_open(int local_rank, int local_siz
 	CUDA_CHECK(cudaMalloc(&x->workspace, CUBLAS_WORKSPACE_BYTES));
 	CUBLAS_CHECK(cublasSetWorkspace(x->blas, x->workspace, CUBLAS_WORKSPACE_BYTES));
 	CUDA_CHECK(cudaMalloc(&x->flag, sizeof(*x->flag)));
+	CUDA_CHECK(cudaMalloc(&x->parts, CUDA_SUMSQ_PARTS * sizeof(*x->parts)));
 	/* Default math: fp32 products stay fp32 (TF32 only when asked for). */
 	CUBLAS_CHECK(cublasSetMathMode(x->blas, CUBLAS_DEFAULT_MATH));
 	x->compute = CUBLAS_COMPUTE_32F;

@@ -190,6 +190,32 @@ __global__ void nonfinite_kernel(unsigned *bad, const float *x, size_t n)
 		atomicOr(bad, 1u);
 }
 
+/* Block b's share: x[i] for i = b * THREADS + t + k * CUDA_SUMSQ_PARTS *
+ * THREADS, summed by thread t, then the threads' sums in a fixed tree. */
+__global__ void sumsq_kernel(double *part, const float *x, size_t n)
+{
+	__shared__ double sum[THREADS];
+	double v = 0.0;
+	for (size_t i = blockIdx.x * (size_t)THREADS + threadIdx.x; i < n;
+	     i += (size_t)CUDA_SUMSQ_PARTS * THREADS)
+		v += (double)x[i] * (double)x[i];
+	sum[threadIdx.x] = v;
+	__syncthreads();
+	for (unsigned half = THREADS / 2; half > 0; half /= 2) {
+		if (threadIdx.x < half)
+			sum[threadIdx.x] += sum[threadIdx.x + half];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		part[blockIdx.x] = sum[0];
+}
+
+void cuda_sumsq_parts(double *part, const float *x, size_t n, cudaStream_t s)
+{
+	sumsq_kernel<<<CUDA_SUMSQ_PARTS, THREADS, 0, s>>>(part, x, n);
+	CUDA_CHECK_LAUNCH();
+}
+
 void cuda_nonfinite(unsigned *bad, const float *x, size_t n, cudaStream_t s)
 {
 	CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(*bad), s));

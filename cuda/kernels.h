@@ -43,6 +43,11 @@ void cuda_optim_update(float *w, const float *g, float *slot1, float *slot2, siz
 void cuda_ema_update(float *shadow, const float *w, size_t n, float decay, cudaStream_t s);
 /* *bad (device) = 1 when any of x (n) is NaN or infinite, else 0. */
 void cuda_nonfinite(unsigned *bad, const float *x, size_t n, cudaStream_t s);
+/* part (device, CUDA_SUMSQ_PARTS) = the sums of squares of x (n), in
+ * double, each of a fixed part of x (a block's grid-stride share): the host
+ * adds them in order, so the total does not depend on scheduling. */
+#define CUDA_SUMSQ_PARTS 256
+void cuda_sumsq_parts(double *part, const float *x, size_t n, cudaStream_t s);
 /* The sequence ops (seq.cu), twins of src/backend_cpu_seq.c. */
 void cuda_softmax(float *y, const float *x, int rows, int cols, float scale, int causal,
 		  cudaStream_t s);

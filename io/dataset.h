@@ -44,7 +44,19 @@ struct dataset {
 	long long identity[4]; /* device, inode, size, mtime (ns) of the file
 				* the child checked: the one opened must be it,
 				* and stay so while it is read */
+	/* A file of tokens (dataset_tokens.c): one split's tokens stored whole
+	 * at x_at, x_bytes each (1, 2 or 4), read as windows. */
+	int tokens;          /* 1: a file of tokens, else 0 */
+	int split;           /* which split was asked for: DATASET_TRAIN or
+			      * DATASET_EVAL (its val_tokens, when it has them) */
+	long n_tokens;       /* the split's tokens */
+	int window;          /* T: a row is T token ids (as floats) and its
+			      * labels the T tokens after each (the next-token
+			      * targets); 0 before dataset_set_window */
+	char tokenizer[16];  /* e.g. "bytes" */
 };
+
+enum { DATASET_TRAIN, DATASET_EVAL };
 
 /* A streamed set's labels (4 bytes a row) are held in memory up to this
  * size (16M rows); beyond, read with each row. */
@@ -119,6 +131,40 @@ int dataset_write(const char *path, const uint8_t *x8, const float *xf,
  * left but what path held before. */
 int dataset_write_named(const char *path, const uint8_t *x8, const float *xf, const int32_t *y,
 			long n, const int row[3], int classes, char *const *names);
+/* Opens path's split (DATASET_TRAIN or DATASET_EVAL) for streaming as
+ * dataset_open does. A file of tokens (dataset "tokens", and "val_tokens"
+ * which DATASET_EVAL takes when the file has them) is then windowed: rows
+ * of window T (dataset_set_window). 0, or -1 with a user_error. */
+int dataset_open_split(struct dataset *d, const char *path, int split, int window, int part,
+		       int parts);
+/* Labels per row: the window of a file of tokens, else 1. */
+static inline int dataset_labels(const struct dataset *d) { return d->window > 0 ? d->window : 1; }
+/* A file of tokens' rows are windows of T + 1 tokens, T apart: inputs are
+ * its first T, labels its last T. Training windows begin at shift + w * T
+ * (shift in [0, T), dataset_window_shift: the epoch's), so there are
+ * floor(N / T) - 1 of them whatever the shift; evaluation windows at w * T,
+ * floor((N - 1) / T) of them (every target but the last (N - 1) mod T
+ * once). Rows [part*W/parts, (part+1)*W/parts) are held. 0, or -1 with a
+ * user_error when the split has no window of T + 1 tokens. */
+int dataset_set_window(struct dataset *d, int window, int part, int parts);
+/* The first token of training's windows in epoch under seed: in [0, T). */
+long dataset_window_shift(uint64_t seed, long epoch, int window);
+/* dataset_read_rows for a file of tokens with its windows shifted by shift
+ * tokens: x (rows, T) the ids as floats, y (rows, T) the next tokens, each
+ * checked below the vocabulary. 0, or -1 with why. */
+int dataset_read_windows(const struct dataset *d, const uint32_t *idx, int rows, long shift,
+			 float *x, int32_t *y, char *why);
+/* Writes a file of tokens: train (n_train) and, when n_val > 0, val (n_val)
+ * as "tokens" and "val_tokens", bytes each (1, 2 or 4: the narrowest that
+ * holds vocab ids), with attributes vocab_size and tokenizer, under a
+ * temporary name renamed into place. 0, or -1 (user_error; nothing left). */
+int dataset_write_tokens(const char *path, const void *train, long n_train, const void *val,
+			 long n_val, int bytes, int vocab, const char *tokenizer);
+/* Imports text files (their bytes, one after another) as tokens of the
+ * byte tokenizer (vocab 256) into path, the last val_fraction of them the
+ * validation split. One line, exit status 2, for a missing, empty or binary
+ * file (a NUL byte). 0, or -1. */
+int dataset_import_text(char *const *files, int n_files, double val_fraction, const char *path);
 /* Converts IDX images (.gz or raw) [N, rows, cols] and labels into path,
  * x as [N, rows, cols, 1] (Fashion-MNIST: [N, 28, 28, 1]). 0 or -1. */
 int dataset_import_idx(const char *images, const char *labels, const char *path);

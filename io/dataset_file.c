@@ -393,7 +393,8 @@ void dataset_free(struct dataset *d)
 	d->y = NULL;
 }
 
-int dataset_read_here(struct dataset *d, const char *path, int part, int parts, int streamed)
+int dataset_read_here(struct dataset *d, const char *path, int part, int parts, int streamed,
+		      int split)
 {
 	memset(d, 0, sizeof(*d));
 	d->fd = -1;
@@ -413,8 +414,13 @@ int dataset_read_here(struct dataset *d, const char *path, int part, int parts, 
 	hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
 	if (file < 0)
 		return user_error("%s: cannot open as HDF5 (corrupt or truncated?)", path);
-	int rc = read_inputs(d, file, part, parts);
-	if (!rc)
+	d->split = split;
+	int rc;
+	if (H5Lexists(file, "tokens", H5P_DEFAULT) > 0 && H5Lexists(file, "x", H5P_DEFAULT) <= 0)
+		rc = streamed ? dataset_tokens_layout(d, file, part, parts)
+			      : user_error("%s: a file of tokens, which training streams; this "
+					   "reads images or rows of x and y", path);
+	else if (!(rc = read_inputs(d, file, part, parts)))
 		rc = read_labels(d, file, d->n_total);
 	H5Fclose(file);
 	if (rc)

@@ -27,11 +27,24 @@ enum { ID_DEV, ID_INO, ID_SIZE, ID_MTIME };
 /* Loads path's rows [part*N/parts, (part+1)*N/parts) in a child
  * (sandbox.h), or with streamed its layout only (what dataset_open then
  * opens). 0, or -1 with a user_error. */
-int dataset_read_file(struct dataset *d, const char *path, int part, int parts, int streamed);
+int dataset_read_file(struct dataset *d, const char *path, int part, int parts, int streamed,
+		      int split);
 /* The same in this process (the child's work): loads rows [part*N/parts,
  * (part+1)*N/parts) of path into d, or with streamed reads its layout only.
  * 0, or -1 with a user_error. */
-int dataset_read_here(struct dataset *d, const char *path, int part, int parts, int streamed);
+int dataset_read_here(struct dataset *d, const char *path, int part, int parts, int streamed,
+		      int split);
+/* A file of tokens' layout, in the child (dataset_read_here, streamed):
+ * split's dataset ("tokens", or "val_tokens" for DATASET_EVAL when the file
+ * has them) stored whole, of uint8, uint16 or int32, and the attributes
+ * vocab_size and tokenizer. 0, or -1 with a user_error. */
+int dataset_tokens_layout(struct dataset *d, int64_t file, int part, int parts);
+/* len bytes at offset at of d's file into buf (mapped, or pread), for rows
+ * [row, row + count) of name (the line in why names them). 0 or -1. */
+int dataset_read_at(const struct dataset *d, long long at, void *buf, size_t len,
+		    const char *name, long row, long count, char *why);
+/* The file is as it was opened. 0, or -1 with why. */
+int dataset_unchanged(const struct dataset *d, char *why);
 /* Value j of row's x as the file indexes it: "x[row, j]", or
  * "x[row, h, w, c]" for images. */
 void dataset_cell_text(const struct dataset *d, long row, int j, char *buf, size_t len);

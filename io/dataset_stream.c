@@ -64,7 +64,7 @@ static int within(const struct dataset *d, const char *name, long long at, doubl
 }
 
 /* The file is as it was opened: the same size and modification time. */
-static int unchanged(const struct dataset *d, char *why)
+int dataset_unchanged(const struct dataset *d, char *why)
 {
 	struct stat st;
 	if (fstat(d->fd, &st)) {
@@ -185,9 +185,7 @@ static int map_copy(const struct dataset *d, long long at, void *buf, size_t len
 	return 0;
 }
 
-/* len bytes at offset at of the file into buf, for rows [row, row + count)
- * of name. */
-static int read_at(const struct dataset *d, long long at, void *buf, size_t len,
+int dataset_read_at(const struct dataset *d, long long at, void *buf, size_t len,
 		   const char *name, long row, long count, char *why)
 {
 	if (d->map)
@@ -244,7 +242,7 @@ static int cache_labels(struct dataset *d)
 		return 0;
 	int32_t *y = xmalloc(sizeof(int32_t) * (size_t)d->n);
 	char why[DATASET_WHY_LEN];
-	int rc = d->y_at >= 0 ? read_at(d, d->y_at + (long long)d->first * (long long)sizeof(int32_t), y,
+	int rc = d->y_at >= 0 ? dataset_read_at(d, d->y_at + (long long)d->first * (long long)sizeof(int32_t), y,
 				       sizeof(int32_t) * (size_t)d->n, "y", d->first, d->n, why)
 			      : read_hdf5(d, d->h5[H5_Y], H5T_NATIVE_INT32, d->first, d->n, y, "y", why);
 	if (rc) {
@@ -271,9 +269,10 @@ static int not_checked(struct dataset *d, const struct stat *st)
 	return -1;
 }
 
-int dataset_open(struct dataset *d, const char *path, int part, int parts)
+int dataset_open_split(struct dataset *d, const char *path, int split, int window, int part,
+		       int parts)
 {
-	if (dataset_read_file(d, path, part, parts, 1))
+	if (dataset_read_file(d, path, part, parts, 1, split))
 		return -1;
 	/* No access-time update per read where the owner may say so. */
 	d->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
@@ -288,6 +287,15 @@ int dataset_open(struct dataset *d, const char *path, int part, int parts)
 	if (not_checked(d, &st))
 		return -1;
 	double cells = (double)d->n_total * d->dim;
+	if (d->tokens) { /* stored whole (the child checked), read as windows */
+		if (within(d, d->split == DATASET_EVAL ? "val_tokens" : "tokens", d->x_at,
+			   cells * d->x_bytes)) {
+			dataset_free(d);
+			return -1;
+		}
+		map_file(d);
+		return dataset_set_window(d, window, part, parts);
+	}
 	if (within(d, "x", d->x_at, cells * d->x_bytes) ||
 	    within(d, "y", d->y_at, (double)d->n_total * sizeof(int32_t)) ||
 	    ((d->x_at < 0 || d->y_at < 0) && open_hdf5(d))) {
@@ -305,6 +313,11 @@ int dataset_open(struct dataset *d, const char *path, int part, int parts)
 			return -1;
 	}
 	return 0;
+}
+
+int dataset_open(struct dataset *d, const char *path, int part, int parts)
+{
+	return dataset_open_split(d, path, DATASET_TRAIN, 0, part, parts);
 }
 
 /* x (n) = raw (n) scaled (dataset_scale_u8), where raw is x's last n bytes:
@@ -334,7 +347,7 @@ static int read_block(const struct dataset *d, long row, long count, float *x, i
 	int direct = d->map && d->x_bytes == 1; /* scaled from the page cache */
 	int rc = direct ? map_copy(d, x_at, x, len, 1, "x", row, count, why)
 		: d->x_at >= 0
-		? read_at(d, x_at, raw, len, "x", row, count, why)
+		? dataset_read_at(d, x_at, raw, len, "x", row, count, why)
 		: read_hdf5(d, d->h5[H5_X], d->x_bytes == 1 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT,
 			    row, count, raw, "x", why);
 	if (rc)
@@ -343,7 +356,7 @@ static int read_block(const struct dataset *d, long row, long count, float *x, i
 		memcpy(y, d->y + (row - d->first), (size_t)count * sizeof(int32_t));
 	else
 		rc = d->y_at >= 0
-			? read_at(d, d->y_at + (long long)row * (long long)sizeof(int32_t), y,
+			? dataset_read_at(d, d->y_at + (long long)row * (long long)sizeof(int32_t), y,
 				  (size_t)count * sizeof(int32_t), "y", row, count, why)
 			: read_hdf5(d, d->h5[H5_Y], H5T_NATIVE_INT32, row, count, y, "y", why);
 	if (rc)
@@ -379,7 +392,9 @@ int dataset_read_rows(const struct dataset *d, const uint32_t *idx, int rows, fl
 		dataset_gather(d, idx, rows, x, y);
 		return 0;
 	}
-	if (unchanged(d, why))
+	if (d->tokens)
+		return dataset_read_windows(d, idx, rows, 0, x, y, why);
+	if (dataset_unchanged(d, why))
 		return -1;
 	for (int i = 0; i < rows; i++) {
 		if (d->map && i + PREFETCH_ROWS < rows)
@@ -389,7 +404,7 @@ int dataset_read_rows(const struct dataset *d, const uint32_t *idx, int rows, fl
 			       why))
 			return -1;
 	}
-	return unchanged(d, why); /* and was so all along: not changed under the reads */
+	return dataset_unchanged(d, why); /* and was so all along: not changed under the reads */
 }
 
 int dataset_read_range(const struct dataset *d, long begin, int rows, float *x, int32_t *y,
@@ -399,8 +414,16 @@ int dataset_read_range(const struct dataset *d, long begin, int rows, float *x, 
 		dataset_rows(d, begin, rows, x, y);
 		return 0;
 	}
-	return unchanged(d, why) || read_block(d, d->first + begin, rows, x, y, why) ||
-	       unchanged(d, why) ? -1 : 0;
+	if (d->tokens) {
+		uint32_t *idx = xmalloc(sizeof(uint32_t) * (size_t)(rows > 0 ? rows : 1));
+		for (int i = 0; i < rows; i++)
+			idx[i] = (uint32_t)(begin + i);
+		int rc = dataset_read_windows(d, idx, rows, 0, x, y, why);
+		free(idx);
+		return rc;
+	}
+	return dataset_unchanged(d, why) || read_block(d, d->first + begin, rows, x, y, why) ||
+	       dataset_unchanged(d, why) ? -1 : 0;
 }
 
 long dataset_sample_row(uint64_t seed, long i, long n)
@@ -420,7 +443,7 @@ int dataset_digest(const struct dataset *d, uint64_t seed, long count, uint64_t 
 	long fit = (long)(DIGEST_BYTES / (sizeof(float) * (size_t)d->dim));
 	long block = count < 0 ? (fit > 1 ? fit : 1) : 1;
 	float *x = xmalloc(sizeof(float) * (size_t)block * (size_t)d->dim);
-	int32_t *y = xmalloc(sizeof(int32_t) * (size_t)block);
+	int32_t *y = xmalloc(sizeof(int32_t) * (size_t)block * (size_t)dataset_labels(d));
 	long n = count < 0 || count > d->n ? d->n : count;
 	int rc = 0;
 	for (long i = 0; i < n && !rc; i += block) {
@@ -432,7 +455,7 @@ int dataset_digest(const struct dataset *d, uint64_t seed, long count, uint64_t 
 			rc = dataset_read_rows(d, &id, 1, x, y, why);
 		}
 		h = fnv1a64(h, x, sizeof(float) * (size_t)rows * (size_t)d->dim);
-		h = fnv1a64(h, y, sizeof(int32_t) * (size_t)rows);
+		h = fnv1a64(h, y, sizeof(int32_t) * (size_t)rows * (size_t)dataset_labels(d));
 	}
 	free(x);
 	free(y);

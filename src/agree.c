@@ -120,7 +120,22 @@ int agree_registry(const struct params *mine, struct comm *c)
 	return comm_user_errors(c) ? -1 : 0;
 }
 
-int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *train,
+/* A file of tokens without --eval-data is evaluated on its own validation
+ * split, where it has one. */
+static void eval_tokens_default(struct config *cfg, const struct dataset *train, struct comm *c,
+				struct dataset *eval, int *has_eval)
+{
+	if (cfg->eval_data[0] || !train->tokens)
+		return;
+	if (dataset_open_split(eval, cfg->data, DATASET_EVAL, cfg->context, c->rank, c->size))
+		return;
+	int own = eval->split == DATASET_EVAL;
+	dataset_free(eval);
+	snprintf(cfg->eval_data, PATH_LEN, "%s", own ? cfg->data : "none");
+	*has_eval = own;
+}
+
+int agree_load_data(struct config *cfg, struct comm *c, struct dataset *train,
 		    struct dataset *eval, int *has_eval)
 {
 	*has_eval = cfg->eval_data[0] && strcmp(cfg->eval_data, "none");
@@ -128,8 +143,11 @@ int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *tr
 	memset(&mine, 0, sizeof(mine));
 	/* The training set's sampled rows are checked before the evaluation
 	 * set is compared with it. */
-	if (dataset_open(train, cfg->data, 0, 1) == 0 && data_print_of(cfg, train, &mine) == 0 &&
-	    *has_eval && dataset_open(eval, cfg->eval_data, c->rank, c->size) == 0) {
+	if (dataset_open_split(train, cfg->data, DATASET_TRAIN, cfg->context, 0, 1) == 0 &&
+	    data_print_of(cfg, train, &mine) == 0 &&
+	    (eval_tokens_default(cfg, train, c, eval, has_eval), *has_eval) &&
+	    dataset_open_split(eval, cfg->eval_data, DATASET_EVAL, cfg->context, c->rank,
+			       c->size) == 0) {
 		char ours[64], theirs[64];
 		dataset_row_text(eval, ours, sizeof(ours));
 		dataset_row_text(train, theirs, sizeof(theirs));
@@ -154,6 +172,11 @@ int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *tr
 		else if (cfg->batch < c->size)
 			user_error("--batch %d is smaller than the number of ranks (%d): every "
 				   "rank needs at least one row", cfg->batch, c->size);
+		else if (cfg->batch / c->size < cfg->accumulate)
+			user_error("--accumulate %d: a rank's share of --batch %d over %d rank%s is "
+				   "%d rows, fewer than its micro-batches (each needs a row)",
+				   cfg->accumulate, cfg->batch, c->size, c->size == 1 ? "" : "s",
+				   cfg->batch / c->size);
 		else if (train->classes < 2)
 			user_error("%s: labels hold %d class; need at least 2", cfg->data,
 				   train->classes);

@@ -24,9 +24,11 @@ void agree_data(const struct config *cfg, const struct dataset *train,
  * *has_eval) and checks it: the training set's sampled rows, evaluation
  * width against training's (its labels are checked against the training
  * set's classes as they are read), every rank's data equal to rank 0's
- * (agree_data), the batch against the rows and ranks.
- * Collective: 0, or -1 after a user error. */
-int agree_load_data(const struct config *cfg, struct comm *c, struct dataset *train,
+ * (agree_data), the batch against the rows and ranks. A file of tokens
+ * (rows: windows of --context) without --eval-data is evaluated on its
+ * validation split, where it has one: cfg->eval_data is set to it (else to
+ * "none"). Collective: 0, or -1 after a user error. */
+int agree_load_data(struct config *cfg, struct comm *c, struct dataset *train,
 		    struct dataset *eval, int *has_eval);
 /* --check-replicas: every rank's copy of buf (backend memory laid out by
  * reg: the weights, or the EMA shadows right after a sync) is bitwise rank

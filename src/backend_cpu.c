@@ -346,6 +346,14 @@ static int cpu_nonfinite(const struct backend *be, const float *x, size_t n)
 	return bad != 0;
 }
 
+static double cpu_sumsq(const struct backend *be, const float *x, size_t n)
+{
+	double sum = 0.0;
+	for (size_t i = 0; i < n; i++)
+		sum += (double)x[i] * (double)x[i];
+	return sum;
+}
+
 static void cpu_synchronize(const struct backend *be) {}
 
 static void *cpu_stream(const struct backend *be) { return NULL; }
@@ -454,6 +462,7 @@ const struct backend *backend_cpu(void)
 		.optim_update = cpu_optim_update,
 		.ema_update = cpu_ema_update,
 		.nonfinite = cpu_nonfinite,
+		.sumsq = cpu_sumsq,
 		.synchronize = cpu_synchronize,
 		.stream = cpu_stream,
 		.set_precision = cpu_set_precision,

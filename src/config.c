@@ -27,6 +27,7 @@
 #define M OPT_MAY_CHANGE
 const struct option_def options[] = {
 	OPT("data", T_STR, data, NULL, 0, 0, M, "training set: HDF5 with x [N,D] or [N,H,W,C] and y [N] (default: Fashion-MNIST, imported on first use)"),
+	OPT_ENUM("dataset", dataset, dataset_names, "fashion-mnist", M, "the built-in data a run without --data trains on, imported into $MTRAIN_DATA_DIR on first use: fashion-mnist (Debian's dataset-fashion-mnist) or jargon (the Jargon File from Debian's jargon-text, its bytes as tokens, the last tenth the validation split)"),
 	OPT("eval-data", T_STR, eval_data, NULL, 0, 0, M, "evaluation set, same layout; 'none' for no evaluation"),
 	OPT("layers", T_LIST, hidden, "256,256", 1, 65536, OPT_SHAPE, "hidden layer widths, comma-separated"),
 	OPT_ENUM("activation", act, act_names, "relu", 0, "hidden activation"),
@@ -35,6 +36,7 @@ const struct option_def options[] = {
 	{"augment", T_STR, OFF(augment), NULL, 0, 0, NULL, OPTIM_HP_NONE, 0, "training rows' augmentation, in order: flip (mirror, p 1/2), crop:PAD (zero-pad, random crop back); images only; each row's choices a function of (seed, epoch, row) only; a resumed run may change it (named in a warning)", "LIST"},
 	OPT("read-ahead", T_INT, read_ahead, "4", 1, 1024, M, "batches the reader thread stages ahead of the step (each rank's memory: this many of its batches, whatever the data set's size)"),
 	OPT("verify-data", T_BOOL, verify_data, "off", 0, 1, M, "at start-up, read and check every training row and compare the whole set's digest across ranks (on|off); off: a seeded sample of rows, each row checked when first read"),
+	OPT("context", T_INT, context, "256", 1, 1 << 20, 0, "a file of tokens' rows: windows of this many tokens (the inputs) and the next token after each (the targets); a language model's context length"),
 	OPT("sync-bn", T_BOOL, sync_bn, "off", 0, 1, 0, "batchnorm normalises with the whole global batch's statistics (an all-reduce per layer, forward and backward) instead of each rank's own (on|off)"),
 	OPT_ENUM("optimizer", optim, optim_names, "adam", 0, "optimizer"),
 	OPT("lr", T_FLOAT, lr, "0.001", 0, 100, 0, "peak learning rate"),
@@ -50,6 +52,8 @@ const struct option_def options[] = {
 	OPT("lr-step-every", T_LONG, lr_step_every, "1000", 1, 1e12, 0, "step schedule: steps between decays"),
 	OPT("lr-gamma", T_FLOAT, lr_gamma, "0.1", 0, 1, 0, "step schedule: decay factor"),
 	OPT("batch", T_INT, batch, "128", 1, 1 << 24, 0, "global batch size, split across ranks"),
+	OPT("accumulate", T_INT, accumulate, "1", 1, 1 << 16, M, "compute each rank's rows of a step in this many micro-batches, their gradients summed before the one reduction (--batch stays the global batch of a step; activations take a micro-batch's memory)"),
+	OPT("clip-norm", T_FLOAT, clip_norm, "0", 0, 1e30, M, "scale the global gradient (after the reduction, before the optimizer) down to this L2 norm when it is over it, as PyTorch's clip_grad_norm_; its norm in the progress lines; 0: off"),
 	OPT("eval-batch", T_INT, eval_batch, "1000", 1, 1 << 20, M, "evaluation rows per rank per batch"),
 	OPT("epochs", T_INT, epochs, "5", 1, 1e6, M, "epochs to train (ignored when --steps is set)"),
 	OPT("steps", T_LONG, steps, "0", 0, 1e12, M, "total optimizer steps; 0: as many as --epochs make"),
@@ -101,7 +105,7 @@ static const char *const aliases[][2] = {
 	{"val-data", "eval-data"}, {"test-data", "eval-data"}, {"zero-stage", "zero"},
 	{"lr-scheduler", "schedule"}, {"lr-scheduler-type", "schedule"},
 	{"lr-decay-style", "schedule"}, {"warmup-steps", "warmup"}, {"min-lr", "lr-min"},
-	{"train-iters", "steps"}, {"global-batch-size", "batch"}, {"optim", "optimizer"},
+	{"train-iters", "steps"}, {"block-size", "context"}, {"grad-clip", "clip-norm"}, {"gradient-accumulation-steps", "accumulate"}, {"max-grad-norm", "clip-norm"}, {"seq-len", "context"}, {"global-batch-size", "batch"}, {"optim", "optimizer"},
 	{"per-device-train-batch-size", "batch"}, {"num-train-epochs", "epochs"},
 	{"adam-beta1", "beta1"}, {"adam-beta2", "beta2"}, {"adam-epsilon", "eps"},
 	{"adam-eps", "eps"}, {"save-steps", "ckpt-every"}, {"save-interval", "ckpt-every"},

@@ -12,6 +12,8 @@
 #define MAX_HIDDEN 16
 
 struct config {
+	int dataset;              /* enum dataset_kind: the built-in data when data
+				   * is not given */
 	char data[PATH_LEN];      /* training set, e.g. "data/fashion-mnist-train.h5" */
 	char eval_data[PATH_LEN]; /* evaluation set, "" for none */
 	int hidden[MAX_HIDDEN];   /* hidden widths, e.g. {256, 256} */
@@ -23,6 +25,8 @@ struct config {
 	char augment[PATH_LEN];   /* --augment, e.g. "crop:4,flip"; "" for none */
 	int read_ahead;           /* batches the reader stages ahead of the step, e.g. 4 */
 	int verify_data;          /* 1: start-up reads and compares every row */
+	int context;              /* T: the tokens a row of a file of tokens holds,
+				   * e.g. 256 */
 	char input_shape[PATH_LEN]; /* "H,W,C" of a flat row, e.g. "28,28,1"; "" for [D] */
 	int optim;                /* enum optim_kind, e.g. OPTIM_ADAM */
 	float lr;                 /* peak learning rate, e.g. 1e-3 */
@@ -32,6 +36,10 @@ struct config {
 				   * optimizer's default */
 	float eps;                /* adam/adamw, e.g. 1e-8 */
 	float weight_decay;       /* e.g. 0; < 0 means the optimizer's default */
+	int accumulate;           /* micro-batches a rank's rows of a step are
+				   * computed in, their gradients summed, e.g. 1 */
+	float clip_norm;          /* > 0: the global gradient's L2 norm is scaled
+				   * down to this when over it; 0: off */
 	int schedule;             /* enum lr_schedule */
 	long warmup;              /* linear warm-up steps, e.g. 0 */
 	float lr_min;             /* cosine floor, e.g. 0 */

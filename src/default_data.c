@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #define FASHION_DIR "/usr/share/datasets/fashion-mnist"
+#define JARGON_TEXT "/usr/share/doc/jargon-text/jargon.txt.gz"
 
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
@@ -37,11 +38,37 @@ static void import_missing(const char *dir, char out[2][PATH_LEN])
 	}
 }
 
+/* Rank 0's part for --dataset jargon: the text's bytes as tokens, unless
+ * cached. */
+static void import_jargon(const char *dir, const char *out)
+{
+	if (file_exists(out))
+		return;
+	char *text[1] = {JARGON_TEXT};
+	if (!file_exists(text[0]))
+		user_error("--dataset jargon and %s is missing: install Debian's jargon-text "
+			   "package or pass --data FILE", text[0]);
+	else if (mkdir(dir, 0777) && errno != EEXIST)
+		user_error("%s: cannot create the data cache folder: %s", dir, strerror(errno));
+	else
+		dataset_import_text(text, 1, 0.1, out);
+}
+
 int default_data_prepare(struct config *cfg, struct comm *c)
 {
 	if (cfg->data[0])
 		return 0;
 	const char *dir = getenv("MTRAIN_DATA_DIR") ? getenv("MTRAIN_DATA_DIR") : "data";
+	if (cfg->dataset == DATASET_JARGON) {
+		char out[PATH_LEN];
+		snprintf(out, PATH_LEN, "%s/jargon-bytes.h5", dir);
+		if (c->rank == 0)
+			import_jargon(dir, out);
+		if (comm_user_errors(c))
+			return -1;
+		snprintf(cfg->data, PATH_LEN, "%s", out); /* evaluated on its validation split */
+		return 0;
+	}
 	const char *name[2] = {"train", "test"};
 	char out[2][PATH_LEN];
 	for (int i = 0; i < 2; i++)

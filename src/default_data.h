@@ -1,5 +1,6 @@
-/* The default job's data: Fashion-MNIST from Debian's dataset-fashion-mnist
- * package, imported into HDF5 once and cached. */
+/* The built-in data: the default job's, Fashion-MNIST from Debian's
+ * dataset-fashion-mnist package, and the text preset's, the Jargon File from
+ * jargon-text, imported into HDF5 once and cached. */
 #pragma once
 #include "comm.h"
 #include "config.h"
@@ -10,8 +11,10 @@
 #define DEFAULT_DATA_DIM (DEFAULT_DATA_SIDE * DEFAULT_DATA_SIDE)
 #define DEFAULT_DATA_CLASSES 10
 
-/* When cfg names no --data: rank 0 imports the IDX files into
- * $MTRAIN_DATA_DIR (default "data") unless cached, and cfg->data (and
- * cfg->eval_data unless set) then name the cached files. Collective. 0, or
- * -1 after a user error. */
+/* When cfg names no --data: rank 0 imports --dataset's files into
+ * $MTRAIN_DATA_DIR (default "data") unless cached, and cfg->data (and, for
+ * Fashion-MNIST, cfg->eval_data unless set) then name the cached files: the
+ * IDX files of Fashion-MNIST as two files of images, or the Jargon File as
+ * one file of byte tokens with its validation split (which agree.c
+ * evaluates). Collective. 0, or -1 after a user error. */
 int default_data_prepare(struct config *cfg, struct comm *c);

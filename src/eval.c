@@ -7,6 +7,7 @@
 #include "state.h"
 #include "tensorboard.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,15 @@ void eval_init(struct evaluator *ev, const struct dataset *data, const struct mo
 {
 	ev->data = data;
 	ev->host_x = xmalloc(sizeof(float) * (size_t)m->max_rows * m->in_dim);
-	ev->host_y = xmalloc(sizeof(int32_t) * (size_t)m->max_rows);
+	ev->host_y = xmalloc(sizeof(int32_t) * (size_t)m->max_rows * (size_t)m->targets);
+}
+
+long eval_rows(const struct dataset *d, int eval_batch)
+{
+	long rows = d->n < eval_batch ? d->n : eval_batch;
+	if (d->tokens && rows > EVAL_TOKENS / d->window)
+		rows = EVAL_TOKENS / d->window;
+	return rows > 0 ? rows : 1;
 }
 
 void eval_free(struct evaluator *ev)
@@ -42,7 +51,7 @@ int eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[3
 	model_take_stats(m, stats);
 	m->be->copy_in(m->be, m->stats, before, sizeof(before));
 	/* Every rank's rows once: the slices are disjoint and cover the set. */
-	double sums[4] = {stats[0], stats[1], (double)d->n, bad};
+	double sums[4] = {stats[0], stats[1], (double)d->n * m->targets, bad};
 	comm_sum_host(c, sums, 4);
 	out[0] = sums[2] ? sums[0] / sums[2] : 0.0;
 	out[1] = sums[2] ? sums[1] / sums[2] : 0.0;
@@ -65,8 +74,15 @@ int eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
 		comm_user_errors(c); /* the line, once */
 		return -1;
 	}
-	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f",
-		 step, epoch, raw[0], raw[1], avg[0], avg[1]);
+	char tokens[96] = "";
+	if (m->targets > 1) { /* perplexity; bits per byte where a token is a byte */
+		int used = snprintf(tokens, sizeof(tokens), " ema_ppl %.3f", exp(avg[0]));
+		if (!strcmp(ev->data->tokenizer, "bytes"))
+			snprintf(tokens + used, sizeof(tokens) - (size_t)used, " ema_bpb %.4f",
+				 avg[0] / M_LN2);
+	}
+	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f%s",
+		 step, epoch, raw[0], raw[1], avg[0], avg[1], tokens);
 	const char *tags[4] = {"eval/raw_loss", "eval/raw_acc", "eval/ema_loss", "eval/ema_acc"};
 	double values[4] = {raw[0], raw[1], avg[0], avg[1]};
 	for (int i = 0; i < 4; i++)
@@ -112,7 +128,8 @@ static int eval_data_load(const char *ckpt, const struct config *cfg, const int 
 {
 	if (!cfg->eval_data[0] || !strcmp(cfg->eval_data, "none"))
 		user_error("%s: the checkpoint names no eval data; pass --eval-data FILE", ckpt);
-	else if (dataset_open(d, cfg->eval_data, c->rank, c->size) == 0) {
+	else if (dataset_open_split(d, cfg->eval_data, DATASET_EVAL, cfg->context, c->rank,
+				    c->size) == 0) {
 		if (d->dim != dims[0])
 			user_error("%s: inputs have %d features; the checkpoint's model takes %d",
 				   cfg->eval_data, d->dim, dims[0]);
@@ -131,8 +148,14 @@ static int eval_print(struct evaluator *ev, struct model *m, const char *ckpt,
 		comm_user_errors(c); /* the line, once */
 		return -1;
 	}
-	/* The rows the ranks evaluated, summed: each once, the set's count. */
-	log_info("eval %s %s loss %.4f acc %.4f (%.0f rows)", ckpt, which, res[0], res[1], res[2]);
+	/* The rows the ranks evaluated, summed: each once, the set's count (of
+	 * targets, for a model of tokens: a row's every token's next one). */
+	if (m->targets > 1)
+		log_info("eval %s %s loss %.4f acc %.4f ppl %.3f (%.0f tokens)", ckpt, which, res[0],
+			 res[1], exp(res[0]), res[2]);
+	else
+		log_info("eval %s %s loss %.4f acc %.4f (%.0f rows)", ckpt, which, res[0], res[1],
+			 res[2]);
 	return 0;
 }
 
@@ -165,14 +188,15 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 	if (eval_data_load(ckpt, &cfg, dims, &data, c) == 0 &&
 	    model_input_shape(&cfg, cfg.eval_data, data.shape, in) == 0 &&
 	    model_specs(&cfg, spec, &n_spec) == 0)
-		model_plan(&model, spec, n_spec, in, dims[1], cfg.seed);
+		model_plan_vocab(&model, spec, n_spec, in, dims[1], data.tokens ? dims[1] : 0,
+				 cfg.seed);
 	if (!comm_user_errors(c)) {
 		struct ema ema;
 		struct state state;
 		struct evaluator ev;
 		struct ckpt_meta m;
 		model.train_rows = 1; /* it never trains: the arena is evaluation's */
-		model_alloc(&model, be, cfg.eval_batch);
+		model_alloc(&model, be, (int)eval_rows(&data, cfg.eval_batch));
 		/* Not an owner: the shadows are the checkpoint's, never updated. */
 		ema_init(&ema, be, model.w, model.reg.trainable, model.reg.total, cfg.ema_decay,
 			 cfg.ema_num_updates, 0);

@@ -15,6 +15,11 @@ struct evaluator {
 
 /* Host batches for data, of up to m's max_rows rows. */
 void eval_init(struct evaluator *ev, const struct dataset *data, const struct model *m);
+/* Rows an evaluation batch of d takes: --eval-batch, at most d's rows held
+ * here; for a file of tokens also at most EVAL_TOKENS tokens' worth of
+ * windows (a window's activations are T rows'), but never under 1. */
+#define EVAL_TOKENS 16384
+long eval_rows(const struct dataset *d, int eval_batch);
 void eval_free(struct evaluator *ev);
 /* out = {mean loss, accuracy, rows evaluated} of m's current weights over
  * every rank's slice (disjoint slices that cover the set: each row read,

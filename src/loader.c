@@ -31,7 +31,7 @@ void loader_init(struct loader *l, const struct backend *be, const struct datase
 	for (int i = 0; i < l->slots; i++) {
 		struct staged *s = &l->ring[i];
 		s->x = be->alloc_host(be, sizeof(float) * rows * (size_t)data->dim);
-		s->y = be->alloc_host(be, sizeof(int32_t) * rows);
+		s->y = be->alloc_host(be, sizeof(int32_t) * rows * (size_t)dataset_labels(data));
 		s->ids = xmalloc(sizeof(uint32_t) * rows);
 		s->g = -1;
 	}
@@ -130,10 +130,14 @@ static void stage(struct loader *l, long g, struct staged *s)
 		memcpy(s->ids, l->perm + lo, sizeof(uint32_t) * (size_t)s->rows);
 	else
 		loader_rows(l->order, l->seed, epoch, lo, s->rows, l->data->n, s->ids);
-	s->bad = dataset_read_rows(l->data, s->ids, s->rows, s->x, s->y, s->why) != 0;
+	const struct dataset *d = l->data;
+	s->bad = (d->tokens ? dataset_read_windows(d, s->ids, s->rows,
+						   dataset_window_shift(l->seed, epoch, d->window),
+						   s->x, s->y, s->why)
+			    : dataset_read_rows(d, s->ids, s->rows, s->x, s->y, s->why)) != 0;
 	if (s->bad) { /* the step still runs its collectives on it: harmless rows */
-		memset(s->x, 0, sizeof(float) * (size_t)s->rows * (size_t)l->data->dim);
-		memset(s->y, 0, sizeof(int32_t) * (size_t)s->rows);
+		memset(s->x, 0, sizeof(float) * (size_t)s->rows * (size_t)d->dim);
+		memset(s->y, 0, sizeof(int32_t) * (size_t)s->rows * (size_t)dataset_labels(d));
 	} else if (l->aug) {
 		augment_rows(l->aug, s->x, s->rows, s->ids, l->data->first, l->seed, epoch);
 	}

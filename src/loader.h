@@ -20,7 +20,7 @@
 /* A batch gathered on the host. */
 struct staged {
 	float *x;   /* (R, D) alloc_host memory */
-	int32_t *y; /* (R) */
+	int32_t *y; /* (R, labels a row: dataset_labels) */
 	uint32_t *ids; /* (R) the rows' ids in the training set */
 	int rows;   /* R, e.g. 64 */
 	long g;     /* the global batch number it holds, or -1 */

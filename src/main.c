@@ -18,6 +18,7 @@
 
 #include <hdf5.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,9 @@ static void usage(FILE *f)
 		"                                          convert IDX (.gz) files to HDF5\n"
 		"  mtrain import --image-dir DIR --out FILE.h5 [--size H,W]\n"
 		"                                          convert class folders of PNG/JPEG\n"
+		"  mtrain import --text FILE... --out FILE.h5 [--val-fraction X]\n"
+		"                                          text as byte tokens (the last X,\n"
+		"                                          default 0.1, for validation)\n"
 		"  mtrain inspect FILE.h5 [--json]         list a checkpoint's variables\n"
 		"  mtrain export FILE.h5 --out F.safetensors [--weights raw|ema]\n"
 		"                [--format safetensors|keras|keras-weights]\n"
@@ -76,8 +80,51 @@ static int parse_size(const char *text, int size[2])
 	return 0;
 }
 
+/* import --text FILE... --out F [--val-fraction X]: the files' bytes as
+ * tokens. */
+static int import_text(int argc, char **argv, struct comm *c)
+{
+	char **files = xcalloc((size_t)argc, sizeof(char *));
+	const char *out = NULL, *frac = "0.1";
+	int n = 0;
+	for (int i = 0; i < argc && !user_error_pending(); i++) {
+		if (!strcmp(argv[i], "--text")) {
+			while (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
+				files[n++] = argv[++i];
+			continue;
+		}
+		const char **slot = !strcmp(argv[i], "--out")		 ? &out
+				    : !strcmp(argv[i], "--val-fraction") ? &frac
+									 : NULL;
+		if (!slot)
+			user_error("import --text: unexpected argument '%s' (see mtrain --help)",
+				   argv[i]);
+		else if (i + 1 == argc)
+			user_error("%s: missing value", argv[i]);
+		else
+			*slot = argv[++i];
+	}
+	char *end;
+	double fraction = strtod(frac, &end);
+	if (user_error_pending())
+		;
+	else if (!n)
+		user_error("import: --text needs at least one file");
+	else if (!out)
+		user_error("import: --out is required");
+	else if (end == frac || *end || !(fraction >= 0 && fraction < 1))
+		user_error("import: --val-fraction '%s' is not a number in [0, 1)", frac);
+	else if (c->rank == 0 && dataset_import_text(files, n, fraction, out) == 0)
+		log_info("wrote %s", out);
+	free(files);
+	return comm_user_errors(c) ? EXIT_USER : 0;
+}
+
 static int cmd_import(int argc, char **argv, struct comm *c)
 {
+	for (int i = 0; i < argc; i++)
+		if (!strcmp(argv[i], "--text"))
+			return import_text(argc, argv, c);
 	const char *keys[5] = {"images", "labels", "out", "image-dir", "size"}, *vals[5] = {0};
 	int size[2];
 	if (!sub_args(argc, argv, keys, vals, 5)) {

@@ -128,7 +128,14 @@ static int plan_shapes(struct model *m, const struct layer_spec *spec, int n, in
 			m->max_cols = l->cols_size;
 	}
 	const struct layer *last = &m->layer[n - 1];
-	if (last->out_size != (size_t)classes)
+	/* A model of tokens that ends on a sequence predicts every token's
+	 * next one: C values a token. */
+	m->targets = m->vocab && last->seq ? last->out[1] : 1;
+	if (m->targets > 1 && last->out[2] != classes)
+		return user_error("--model: the last layer (%d, %s) gives %d values per token; the "
+				  "vocabulary has %d tokens (end with dense)", n,
+				  layer_names[last->spec.kind], last->out[2], classes);
+	if (last->out_size != (size_t)classes * (size_t)m->targets)
 		return user_error("--model: the last layer (%d, %s) gives %zu values per row; the "
 				  "data has %d classes (end with dense)", n,
 				  layer_names[last->spec.kind], last->out_size, classes);
@@ -268,7 +275,7 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	m->w = be->alloc(be, room * sizeof(float));
 	m->g = be->alloc(be, room * sizeof(float));
 	m->x = m->x_buf = be->alloc(be, R * m->in_dim * sizeof(float));
-	m->y = m->y_buf = be->alloc(be, R * sizeof(int32_t));
+	m->y = m->y_buf = be->alloc(be, R * (size_t)m->targets * sizeof(int32_t));
 	m->arena = be->alloc(be, (size_t)model_arena_bytes(m, max_rows));
 	size_t Rt = train_rows(m, max_rows);
 	for (int i = 0; i < m->n_layers; i++) {
@@ -366,7 +373,7 @@ void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows
 {
 	read_input_at(m, m->x_buf, m->y_buf);
 	m->be->copy_in(m->be, m->x, x, (size_t)rows * m->in_dim * sizeof(float));
-	m->be->copy_in(m->be, m->y, y, (size_t)rows * sizeof(int32_t));
+	m->be->copy_in(m->be, m->y, y, (size_t)rows * (size_t)m->targets * sizeof(int32_t));
 }
 
 void model_set_batch_async(struct model *m, const float *x, const int32_t *y, int rows)
@@ -377,7 +384,7 @@ void model_set_batch_async(struct model *m, const float *x, const int32_t *y, in
 	}
 	read_input_at(m, m->x_buf, m->y_buf);
 	m->be->copy_in_async(m->be, m->x, x, (size_t)rows * m->in_dim * sizeof(float));
-	m->be->copy_in_async(m->be, m->y, y, (size_t)rows * sizeof(int32_t));
+	m->be->copy_in_async(m->be, m->y, y, (size_t)rows * (size_t)m->targets * sizeof(int32_t));
 }
 
 void model_sync_bn(struct model *m, sum_fn sum, void *ctx, long global_rows)
@@ -439,7 +446,7 @@ void model_forward(struct model *m, int rows, int training, float grad_scale)
 	for (int i = 0; i < m->n_layers; i++)
 		model_layer_forward(m, i, rows, training);
 	m->be->xent(m->be, training ? m->dlogits : NULL, m->stats, m->layer[m->n_layers - 1].y,
-		    m->y, rows, m->classes, grad_scale);
+		    m->y, rows * m->targets, m->classes, grad_scale);
 }
 
 void model_take_stats(struct model *m, float out[2])

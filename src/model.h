@@ -46,6 +46,9 @@ struct model {
 	size_t keep_per_row;   /* floats all layers keep (attention's scores
 				* among them), per row, before the plan shares */
 	int vocab;             /* the token ids' range of data of tokens, else 0 */
+	int targets;           /* labels a row: 1, or T where a model of tokens
+				* ends on a sequence of T tokens (C values each:
+				* every token's next one is predicted) */
 	size_t y_eval_at[MODEL_MAX_LAYERS]; /* each layer's output when evaluating
 				* (forward only: nothing kept for a backward) */
 	size_t eval_per_row;   /* the arena's floats per row of an evaluation */
@@ -73,9 +76,9 @@ struct model {
 				* stays 0 */
 	float *x;              /* (R, D) input batch: x_buf, or where the
 				* batch lies (model_set_batch_async) */
-	int32_t *y;            /* (R) labels: y_buf, or where they lie */
+	int32_t *y;            /* (R, targets) labels: y_buf, or where they lie */
 	float *x_buf;          /* (R, D) the model's own */
-	int32_t *y_buf;        /* (R) */
+	int32_t *y_buf;        /* (R, targets) */
 	float *arena;          /* outputs and gradients: (train_rows,
 				* arena_per_row) or (R, eval_per_row), the more */
 	float *dlogits;        /* (R, C) the last layer's dy, in the arena */
@@ -145,7 +148,7 @@ void model_layer_names(const struct model *m, char (*names)[PARAM_NAME_LEN]);
  * shape, parameters and, where it is not the layer above, what it takes;
  * then the totals and the activation arena a row. */
 void model_summary(const struct model *m, FILE *f);
-/* Loads rows of inputs (R,D) and labels (R) from host memory. */
+/* Loads rows of inputs (R,D) and labels (R, targets) from host memory. */
 void model_set_batch(struct model *m, const float *x, const int32_t *y, int rows);
 /* The same from the backend's alloc_host memory, without waiting: x and y
  * must stay unchanged until the backend has done this step's ops. A host
@@ -164,7 +167,7 @@ void model_update_state(struct model *m);
  * row in the global batch (the dropout masks' key). */
 void model_set_position(struct model *m, long step, long row0);
 /* Forward pass and loss over the loaded rows, adding {loss sum, correct}
- * to the model's stats. training: dropout on, batchnorm on the batch's
+ * over their R * targets labels to the model's stats. training: dropout on, batchnorm on the batch's
  * statistics, and dlogits = grad_scale * d(loss sum)/d(logits) left for
  * model_backward; else evaluation (grad_scale unused). Does not wait for
  * the backend. */

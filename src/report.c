@@ -81,11 +81,16 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		 cfg->precision == PRECISION_BF16 ? " bf16" : "");
 	/* Rank r takes rows [r*B/N, (r+1)*B/N): B/N each, or its floor and ceiling. */
 	int low = cfg->batch / c->size, high = (cfg->batch + c->size - 1) / c->size;
-	char per_rank[32];
+	char per_rank[96];
 	if (low == high)
 		snprintf(per_rank, sizeof(per_rank), "%d", low);
 	else
 		snprintf(per_rank, sizeof(per_rank), "%d-%d", low, high);
+	snprintf(per_rank + strlen(per_rank), sizeof(per_rank) - strlen(per_rank), " per rank");
+	if (cfg->accumulate > 1) /* the activations below are a micro-batch's */
+		snprintf(per_rank + strlen(per_rank), sizeof(per_rank) - strlen(per_rank),
+			 ", in %d micro-batches of at most %d", cfg->accumulate,
+			 (high + cfg->accumulate - 1) / cfg->accumulate);
 	/* The arena of outputs and gradients, for the most rows a call takes. */
 	char acts[128], kept[32];
 	bytes_text(model_arena_bytes(m, m->max_rows), acts, sizeof(acts));
@@ -99,7 +104,7 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		snprintf(acts + strlen(acts), sizeof(acts) - strlen(acts), " per rank");
 	}
 	log_info("mtrain %s: %d rank%s, backend %s, communicator %s; model %s, "
-		 "%zu parameters, activations %s; %s lr %g, batch %d (%s per rank), "
+		 "%zu parameters, activations %s; %s lr %g, batch %d (%s), "
 		 "%ld steps (%ld per epoch)",
 		 MTRAIN_VERSION, c->size, c->size == 1 ? "" : "s", backend, c->ops->name,
 		 layers, params_count(&m->reg), acts, kind_name(optim_names, cfg->optim), cfg->lr,
@@ -141,17 +146,30 @@ void report_progress(struct progress *p, struct model *m, struct comm *c, long s
 	/* Evaluations and checkpoints are not training speed. */
 	double now = log_now(), dt = now - p->since - p->aside;
 	double per_step = dt / (double)p->steps;
-	log_info("step %ld/%ld epoch %ld loss %.4f lr %.3e samples/s %.0f eta %.0fs", step,
-		 total_steps, epoch_shown, sums[0] / sums[1], lr, sums[1] / dt,
+	/* The loss per label: a model of tokens has targets labels a row. */
+	double labels = sums[1] * m->targets, loss = sums[0] / labels;
+	char tokens[48] = "";
+	if (m->targets > 1)
+		snprintf(tokens, sizeof(tokens), " tokens/s %.0f", labels / dt);
+	char norm[64] = "";
+	if (p->norm > 0) /* every rank's alike: the norm of the reduced gradient */
+		snprintf(norm, sizeof(norm), " norm %.4f clipped %ld/%ld", p->norm, p->clipped,
+			 p->steps);
+	log_info("step %ld/%ld epoch %ld loss %.4f lr %.3e%s samples/s %.0f%s eta %.0fs", step,
+		 total_steps, epoch_shown, loss, lr, norm, sums[1] / dt, tokens,
 		 per_step * (double)(total_steps - step));
-	tensorboard_scalar("train/loss", step, sums[0] / sums[1]);
+	if (p->norm > 0)
+		tensorboard_scalar("train/grad_norm", step, p->norm);
+	tensorboard_scalar("train/loss", step, loss);
 	tensorboard_scalar("train/lr", step, lr);
 	tensorboard_scalar("train/samples_per_s", step, sums[1] / dt);
-	char n[3][32];
+	char n[4][32], grad[64] = "";
+	if (p->norm > 0)
+		snprintf(grad, sizeof(grad), ",\"grad_norm\":%s", json_num(p->norm, n[3], 32));
 	metrics_write("{\"event\":\"train\",\"step\":%ld,\"epoch\":%ld,\"loss\":%s,"
-		      "\"lr\":%s,\"samples_per_s\":%s}",
-		      step, epoch_shown, json_num(sums[0] / sums[1], n[0], 32),
-		      json_num(lr, n[1], 32), json_num(sums[1] / dt, n[2], 32));
+		      "\"lr\":%s,\"samples_per_s\":%s%s}",
+		      step, epoch_shown, json_num(loss, n[0], 32),
+		      json_num(lr, n[1], 32), json_num(sums[1] / dt, n[2], 32), grad);
 	*p = (struct progress){.since = now};
 }
 

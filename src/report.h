@@ -21,6 +21,9 @@ struct progress {
 	long rows;    /* this rank's rows */
 	double since; /* log_now() at the last line */
 	double aside; /* seconds of evaluation and checkpoints, not training */
+	double norm;  /* --clip-norm: the last step's global gradient norm
+		       * (before clipping); else 0, and not shown */
+	long clipped; /* steps whose gradients were scaled down */
 };
 
 /* The run's first lines: ranks, backend, communicator, model, optimizer,

@@ -47,12 +47,14 @@ void rows_log_open(struct rows_log *r, const struct dataset *data, int rank, int
 	}
 	r->data = data;
 	r->rank = rank;
+	r->ids = xmalloc(sizeof(long) * (size_t)max_rows);
+	if (data->tokens) /* windows: found by their first token (window_id) */
+		return;
 	for (r->cap = 2; r->cap < 2 * (size_t)data->n; r->cap *= 2)
 		;
 	r->slot = xcalloc(r->cap, sizeof(*r->slot));
 	r->twin = xcalloc((size_t)data->n, 1);
 	r->row = xmalloc(sizeof(float) * (size_t)data->dim);
-	r->ids = xmalloc(sizeof(long) * (size_t)max_rows);
 	float *x = xmalloc(sizeof(float) * (size_t)data->dim);
 	for (long i = 0; i < data->n; i++) {
 		int32_t y;
@@ -68,11 +70,26 @@ void rows_log_open(struct rows_log *r, const struct dataset *data, int rank, int
 	free(x);
 }
 
+/* A window of a file of tokens whose ids count up from its first (the
+ * test's tokens 0, 1, 2, ...): that first id, the window's place in the
+ * split; -1 when its T inputs and T next tokens do not count up so. */
+static long window_id(const float *x, const int32_t *y, int T)
+{
+	long first = (long)x[0];
+	for (int j = 0; j < T; j++)
+		if ((long)x[j] != first + j || (long)y[j] != first + j + 1)
+			return -1;
+	return first;
+}
+
 void rows_log_stage(struct rows_log *r, const float *x, const int32_t *y, int rows)
 {
 	if (!r->f)
 		return;
-	for (int i = 0; i < rows; i++) {
+	int T = r->data->window;
+	for (int i = 0; r->data->tokens && i < rows; i++)
+		r->ids[i] = window_id(x + (size_t)i * T, y + (size_t)i * T, T);
+	for (int i = 0; !r->data->tokens && i < rows; i++) {
 		size_t k = row_find(r, x + (size_t)i * (size_t)r->data->dim, y[i]);
 		long id = (long)r->slot[k] - 1;
 		r->ids[i] = id < 0 || r->twin[id] ? -1 : r->data->first + id;

@@ -11,7 +11,10 @@
  * in order. The ids are found from the rows' contents as staged (x and y
  * matched against the training set), so the record is what the loader
  * gathered, not what it meant to; a row that matches none, or two equal
- * rows of the set, is written as -1. Plain stdio, flushed at close. */
+ * rows of the set, is written as -1. A file of tokens' windows are
+ * written as the id of their first token, their place in the split where
+ * the test's tokens count up 0, 1, 2, ... (-1 for a window that does not).
+ * Plain stdio, flushed at close. */
 #pragma once
 #include "dataset.h"
 

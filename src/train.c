@@ -10,6 +10,7 @@
 #include "tensorboard.h"
 #include "timeline.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,8 +144,51 @@ static void skip_step(struct trainer *t, struct progress *p)
 	metrics_write("{\"event\":\"skip\",\"step\":%ld,\"in_a_row\":%d}", step, t->bad_in_row);
 }
 
-/* This step's rows of the global batch to the model; their count. */
-static int stage_batch(struct trainer *t)
+/* The last micro-batch's gradients are final as the backward gives them
+ * once the others' sums are added: then they start reducing. */
+static void add_then_start(void *trainer, float *g, size_t n)
+{
+	struct trainer *t = trainer;
+	t->be->add(t->be, g, g, t->gacc + (g - t->model.g), n, NULL, ACT_RELU);
+	start_bucket(t->comm, g, n);
+}
+
+/* Forward and backward over this rank's rows of the step, cur, in
+ * --accumulate micro-batches (each keyed by its rows' place in the global
+ * batch, as one would be), their gradients summed into m->g; unsharded,
+ * the last micro-batch's start reducing as they are final. */
+static void forward_backward(struct trainer *t, const struct staged *cur, long s, double *at)
+{
+	struct model *m = &t->model;
+	int n = t->cfg->accumulate, rows = cur->rows, sharded = t->shard.ranks > 1;
+	size_t T = m->reg.trainable;
+	/* Scaling by 1/B here makes the all-reduced sum the global-batch mean
+	 * (over its B * T targets for a model of tokens). */
+	float scale = 1.0f / ((float)t->cfg->batch * (float)m->targets);
+	long row0 = t->loader.rank * t->loader.batch / t->loader.size;
+	for (int k = 0; k < n; k++) {
+		int lo = rows * k / n, hi = rows * (k + 1) / n, last = k == n - 1;
+		if (n > 1) {
+			model_set_batch_async(m, cur->x + (size_t)lo * m->in_dim,
+					      cur->y + (size_t)lo * m->targets, hi - lo);
+			model_set_position(m, t->at.global_step, row0 + lo);
+		}
+		model_forward(m, hi - lo, 1, scale);
+		phase_end(t, at, "forward", &t->t.forward, s);
+		grad_ready_fn ready = sharded || (!last && n > 1) ? NULL
+				      : n > 1			    ? add_then_start
+								    : start_bucket;
+		model_backward(m, hi - lo, ready, ready == add_then_start ? (void *)t : t->comm);
+		if (!last && k == 0)
+			m->be->copy(m->be, t->gacc, m->g, T * sizeof(float));
+		else if (!last || (sharded && n > 1))
+			m->be->add(m->be, last ? m->g : t->gacc, t->gacc, m->g, T, NULL, ACT_RELU);
+		phase_end(t, at, "backward", &t->t.backward, s);
+	}
+}
+
+/* This step's rows of the global batch to the model (and to the caller). */
+static const struct staged *stage_batch(struct trainer *t)
 {
 	double waited = t->loader.wait;
 	struct staged *cur = loader_current(&t->loader, t->at.epoch, t->at.pos);
@@ -156,7 +200,7 @@ static int stage_batch(struct trainer *t)
 	 * global batch, never the rank itself. */
 	model_set_position(&t->model, t->at.global_step,
 			   t->loader.rank * t->loader.batch / t->loader.size);
-	return cur->rows;
+	return cur;
 }
 
 /* After the update: batch norm's moving statistics follow the batch, and
@@ -187,9 +231,14 @@ static int gradients_bad(struct trainer *t, long s)
 					sh->len && sh->first + sh->len == sh->total), s);
 	double every = 60.0 * t->cfg->ckpt_every_min;
 	int due = t->comm->rank == 0 && every > 0 && log_now() - t->last_ckpt_time >= every;
-	double flags[4] = {m->be->nonfinite(m->be, m->g + sh->first, sh->len),
-			   g_stop_signal != 0, t->data_bad != NULL, due};
-	comm_sum_host(t->comm, flags, 4);
+	/* --clip-norm: the reduced gradient's squares, each shard's once (whole
+	 * on every rank unsharded: rank 0's). */
+	int norm = t->cfg->clip_norm > 0 && (sharded || t->comm->rank == 0);
+	double flags[5] = {m->be->nonfinite(m->be, m->g + sh->first, sh->len),
+			   g_stop_signal != 0, t->data_bad != NULL, due,
+			   norm ? m->be->sumsq(m->be, m->g + sh->first, sh->len) : 0.0};
+	comm_sum_host(t->comm, flags, 5);
+	t->grad_norm = sqrt(flags[4]);
 	t->stop = flags[1] > 0;
 	t->data_failed = flags[2] > 0;
 	t->ckpt_due = flags[3] > 0;
@@ -210,16 +259,12 @@ static int train_step(struct trainer *t, struct progress *p)
 	t->tracing = timeline_wants(s);
 	timeline_at(s);
 	double start = mark(t), at = start;
-	int rows = stage_batch(t);
+	const struct staged *cur = stage_batch(t);
 	phase_end(t, &at, "data", &tm->data, s);
-	/* Scaling by 1/B here makes the all-reduced sum the global-batch mean. */
-	model_forward(m, rows, 1, 1.0f / (float)cfg->batch);
-	p->rows += rows;
-	phase_end(t, &at, "forward", &tm->forward, s);
 	/* Unsharded, each layer's gradients start reducing as they are final;
 	 * sharded, one reduce-scatter follows (a shard spans layers). */
-	model_backward(m, rows, sharded ? NULL : start_bucket, c);
-	phase_end(t, &at, "backward", &tm->backward, s);
+	forward_backward(t, cur, s, &at);
+	p->rows += cur->rows;
 	if (sharded)
 		c->ops->reduce_scatter(c, m->g, sh->total, sh->each);
 	else
@@ -232,6 +277,14 @@ static int train_step(struct trainer *t, struct progress *p)
 		return 0;
 	}
 	t->bad_in_row = 0;
+	if (cfg->clip_norm > 0) { /* as torch.nn.utils.clip_grad_norm_ */
+		p->norm = t->grad_norm;
+		double coef = cfg->clip_norm / (t->grad_norm + 1e-6);
+		if (coef < 1.0) {
+			m->be->scale(m->be, m->g + sh->first, sh->len, (float)coef);
+			p->clipped++;
+		}
+	}
 	float lr = optim_lr(cfg, t->at.global_step, t->total_steps);
 	optim_step(&t->optim, m->w + sh->first, m->g + sh->first, s, lr);
 	phase_end(t, &at, "optimizer", &tm->optimizer, s);
@@ -249,7 +302,7 @@ static int train_step(struct trainer *t, struct progress *p)
 		phase_end(t, &at, "ema sync", &tm->ema, s);
 	}
 	timeline_span("step", start, at, s);
-	tm->rows += rows;
+	tm->rows += cur->rows;
 	return 1;
 }
 

@@ -67,6 +67,25 @@ static int check_outputs(const struct config *cfg)
 	return 0;
 }
 
+/* The most rows a training call takes: a rank's share of the batch (its
+ * ceiling), or of a micro-batch of it under --accumulate. */
+static int train_call_rows(const struct config *cfg, const struct comm *c)
+{
+	int share = (cfg->batch + c->size - 1) / c->size;
+	return (share + cfg->accumulate - 1) / cfg->accumulate;
+}
+
+/* A file of tokens' rows hold a target per token: the model must predict
+ * every token's next one. 0, or -1 with a user_error. */
+static int check_targets(const struct model *m, const struct dataset *d)
+{
+	if (m->targets == dataset_labels(d))
+		return 0;
+	return user_error("--model: its last layer predicts once per row, but %s holds tokens "
+			  "whose every one has a target (end on the sequence, e.g. "
+			  "...,layernorm,dense, without a pooling)", d->path);
+}
+
 /* The model, optimizer, EMA, checkpointed state and host buffers, for
  * batches of up to max_rows; initial weights are rank 0's, broadcast as
  * DDP does. 0, or -1 when the ranks' registries differ. */
@@ -84,7 +103,9 @@ static int build(struct trainer *t, int max_rows)
 	    augment_init(&t->aug, cfg->augment, in) == 0 &&
 	    model_specs(cfg, spec, &n_spec) == 0 &&
 	    model_check_images(cfg, spec, n_spec, t->train.shape) == 0 &&
-	    model_plan(&t->model, spec, n_spec, in, t->train.classes, cfg->seed) == 0) {
+	    model_plan_vocab(&t->model, spec, n_spec, in, t->train.classes,
+			     t->train.tokens ? t->train.classes : 0, cfg->seed) == 0 &&
+	    check_targets(&t->model, &t->train) == 0) {
 		/* ZeRO-1 where asked for, or where it pays (comm.h) and
 		 * --check-replicas does not want whole replicas: under ZeRO-1
 		 * each step's all-gather overwrites a rank's copy of the others'
@@ -100,14 +121,14 @@ static int build(struct trainer *t, int max_rows)
 		t->model.room = (size_t)t->shard.ranks * t->shard.each;
 		/* A training call takes this rank's rows of a batch; evaluation up
 		 * to max_rows (--eval-batch), forward only. */
-		t->model.train_rows = (cfg->batch + c->size - 1) / c->size;
+		t->model.train_rows = train_call_rows(cfg, c);
 		double P = (double)t->model.reg.total;
 		/* With the reader's ring: read_ahead + 1 of this rank's batches. */
 		double ring = (cfg->read_ahead + 1.0) * ((cfg->batch + c->size - 1) / c->size) *
-			      (4.0 * t->train.dim + 8.0);
+			      (4.0 * t->train.dim + 4.0 * dataset_labels(&t->train) + 4.0);
 		resources_check("the model", model_bytes(&t->model, max_rows) + ring +
 			4.0 * ((double)t->shard.len * optim_slots(cfg) + P *
-			       (1 + (c->rank ? 0 : STATE_KINDS))));
+			       (1 + (c->rank ? 0 : STATE_KINDS) + (cfg->accumulate > 1))));
 	}
 	if (comm_user_errors(c))
 		return -1;
@@ -116,6 +137,7 @@ static int build(struct trainer *t, int max_rows)
 		return -1;
 	size_t P = t->model.reg.total, T = t->model.reg.trainable;
 	optim_init(&t->optim, be, cfg, t->shard.len);
+	t->gacc = cfg->accumulate > 1 ? be->alloc(be, T * sizeof(float)) : NULL;
 	if (cfg->sync_bn)
 		model_sync_bn(&t->model, sum_over_ranks, c, cfg->batch);
 	loader_init(&t->loader, be, &t->train, cfg->seed, cfg->batch, c->rank, c->size,
@@ -186,10 +208,10 @@ int trainer_setup(struct trainer *t)
 		return -1;
 	t->steps_per_epoch = t->train.n / cfg->batch;
 	t->total_steps = cfg->steps ? cfg->steps : (long)cfg->epochs * t->steps_per_epoch;
-	int local_max = (cfg->batch + c->size - 1) / c->size;
+	int local_max = train_call_rows(cfg, c);
 	/* Evaluation batches need no more rows than this rank's eval slice. */
-	long eval_rows = t->eval.n < cfg->eval_batch ? t->eval.n : cfg->eval_batch;
-	if (build(t, local_max > eval_rows ? local_max : (int)eval_rows))
+	long ev_rows = t->has_eval ? eval_rows(&t->eval, cfg->eval_batch) : 0;
+	if (build(t, local_max > ev_rows ? local_max : (int)ev_rows))
 		return -1;
 	t->config_text = config_to_text(cfg);
 	struct resume_run run = {cfg, t->config_text, t->train.n, t->steps_per_epoch};
@@ -230,6 +252,8 @@ void trainer_teardown(struct trainer *t)
 	state_free(&t->state);
 	ema_free(&t->ema);
 	optim_free(&t->optim);
+	if (t->gacc)
+		t->be->free(t->be, t->gacc);
 	model_free(&t->model);
 	loader_free(&t->loader); /* its reader thread first: it reads train */
 	dataset_free(&t->train);

@@ -59,6 +59,11 @@ struct trainer {
 	const char *data_bad;         /* why this rank's batch of this step
 				       * could not be read, or NULL */
 	int data_failed;              /* some rank's could not (agreed) */
+	float *gacc;                  /* --accumulate over 1: the micro-batches'
+				       * gradients summed so far (T, backend
+				       * memory), else NULL */
+	double grad_norm;             /* --clip-norm: this step's global gradient
+				       * norm after the reduction, else 0 */
 };
 
 

@@ -11,6 +11,9 @@
  *                                      wide (x declared [2, 2^31 + 2], not stored),
  *                                      vast (x declared [1e5, 1e6], not stored),
  *                                      xgroup, xlink (dangling), xcompound
+ *   mkdata counting OUT N VAL [VOCAB]  a file of tokens 0..N-1 (val_tokens
+ *                                      0..VAL-1), int32, vocab_size VOCAB
+ *                                      (default: the most of N and VAL)
  *   mkdata badckpt IN OUT KIND         a copy of checkpoint IN with one defect
  *                                      in dense/kernel (rank5 f64 dup nan; huge:
  *                                      declared [2^31, 2^31], not stored; holes:
@@ -428,6 +431,21 @@ static int badckpt(const char *in, const char *out, const char *kind)
 	return H5Fclose(file) < 0 ? -1 : 0;
 }
 
+/* A file of tokens that count up: tokens 0, 1, ..., n - 1 and val_tokens
+ * 0, ..., val - 1 (none when 0), vocab_size vocab (n and val by default;
+ * less makes ids past it), int32. */
+static int counting(const char *out, long n, long val, int vocab)
+{
+	long most = n > val ? n : val;
+	int32_t *ids = malloc(sizeof(int32_t) * (size_t)(most > 0 ? most : 1));
+	for (long i = 0; i < most; i++)
+		ids[i] = (int32_t)i;
+	int rc = dataset_write_tokens(out, ids, n, ids, val, 4, vocab ? vocab : (int)most,
+				      "counting");
+	free(ids);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	int rc = -1;
@@ -443,11 +461,14 @@ int main(int argc, char **argv)
 		rc = overflow(argv[2], argv[3], atol(argv[4]));
 	else if (argc == 4 && !strcmp(argv[1], "bad"))
 		rc = bad(argv[2], argv[3]);
+	else if ((argc == 5 || argc == 6) && !strcmp(argv[1], "counting"))
+		rc = counting(argv[2], atol(argv[3]), atol(argv[4]), argc == 6 ? atoi(argv[5]) : 0);
 	else if (argc == 5 && !strcmp(argv[1], "badckpt"))
 		rc = badckpt(argv[2], argv[3], argv[4]);
 	else
 		fprintf(stderr, "usage: mkdata synth OUT N D C SEED [u8] | slice IN OUT FIRST COUNT"
-				" | reshape IN OUT H W C | bad OUT KIND | badckpt IN OUT KIND\n");
+				" | reshape IN OUT H W C | bad OUT KIND | badckpt IN OUT KIND"
+				" | counting OUT N VAL [VOCAB]\n");
 	if (rc && user_error_pending())
 		fprintf(stderr, "mkdata: %s\n", user_error_text());
 	return rc ? 1 : 0;
