@@ -1,7 +1,9 @@
 # mtrain's transformer layers against PyTorch, as llm.c's test_gpt2 checks
 # itself against PyTorch, but tighter. For two small ViTs on 28x28 images
 # (patches, tokens, posembed, pre-norm blocks of layernorm and attention,
-# one causal; per-token dense; then globalavgpool or flatten), PyTorch
+# one causal; per-token dense; then globalavgpool or flatten), and a small
+# GPT on a file of tokens (embedding, causal blocks, a per-token loss over
+# every window's next tokens, ten steps clipped by --clip-norm), PyTorch
 # builds the same model from mtrain's initial checkpoint by name
 # (tests/tools/torch_reference.py, over mtrain_torch.py) and computes in
 # float64:
@@ -34,7 +36,7 @@ ROWS="3 141 59 26 5 35 89 79 32 38 46 26"
 # Checked: every bias and beta still 0, every gamma 1 (a step would move
 # them).
 initial() {
-	ranks 1 --device cpu --data img.h5 --eval-data none --batch 16 --seed 7 --model "$2" \
+	ranks 1 --device cpu "${DATA_FLAGS[@]}" --eval-data none --batch 16 --seed 7 --model "$2" \
 		--optimizer sgd --lr 1e-45 --steps 1 --ckpt-dir "$1" >"$1.log" 2>&1 ||
 		{ cat "$1.log"; fail "$1: mtrain's initial checkpoint"; }
 	"$PY" - "$1/ckpt-00000001.h5" <<'PY' || fail "$1: not the initial weights"
@@ -51,21 +53,23 @@ PY
 }
 
 # compare NAME MODEL ADAMW_FLAGS...: the batch's figures and ten AdamW steps
-# of NAME's model against PyTorch's.
+# of NAME's model against PyTorch's, on the data of DATA_FLAGS (--data FILE
+# first).
+DATA_FLAGS=(--data img.h5)
 compare() {
 	local name=$1 model=$2
 	shift 2
 	echo "== $name: $model"
 	initial $name.init "$model"
 	local init=$name.init/ckpt-00000001.h5
-	"$GRAD_DUMP" $init img.h5 $name.grads.h5 $ROWS || fail "$name: grad_dump" # a word a row
-	"$PY" "$REF" grads $init img.h5 $name.grads.h5 ||
+	"$GRAD_DUMP" $init "${DATA_FLAGS[1]}" $name.grads.h5 $ROWS || fail "$name: grad_dump" # a word a row
+	"$PY" "$REF" grads $init "${DATA_FLAGS[1]}" $name.grads.h5 ||
 		fail "$name: mtrain's logits, loss or gradients are not PyTorch's"
-	MTRAIN_TEST_ROWS=$name.rows ranks 1 --device cpu --data img.h5 --eval-data none \
+	MTRAIN_TEST_ROWS=$name.rows ranks 1 --device cpu "${DATA_FLAGS[@]}" --eval-data none \
 		--batch 16 --seed 7 --model "$model" --init-from $init --optimizer adamw "$@" \
 		--steps 10 --log-every 1 --metrics $name.jsonl --ckpt-dir $name.run >$name.log 2>&1 ||
 		{ cat $name.log; fail "$name: ten AdamW steps"; }
-	"$PY" "$REF" steps $init img.h5 $name.rows.0 $name.jsonl $name.run/ckpt-00000010.h5 ||
+	"$PY" "$REF" steps $init "${DATA_FLAGS[1]}" $name.rows.0 $name.jsonl $name.run/ckpt-00000010.h5 ||
 		fail "$name: ten AdamW steps' losses are not PyTorch's"
 }
 
@@ -82,4 +86,14 @@ compare odd "conv2d:21:5:4:valid,tokens,posembed,
 	2*([layernorm:1e-5,attention:3],[layernorm:1e-5,dense:40,gelu_tanh,dense:21]),
 	[layernorm:1e-5,attention:3:causal],layernorm:1e-5,dense:6,gelu_tanh,flatten,dense" \
 	--lr 2e-3 --beta1 0.8 --beta2 0.99 --eps 1e-6 --weight-decay 0.1
-pass "two ViTs: logits, loss and gradients of a batch, and ten AdamW steps, are PyTorch's"
+# A GPT on tokens 0, 1, 2, ... (a file whose windows the step record finds
+# by their first token): every token's next one, the loss their mean; ten
+# AdamW steps with the gradient clipped at a norm some steps exceed (their
+# norms are 0.31 to 0.39).
+"$MKDATA" counting count.h5 2400 0
+DATA_FLAGS=(--data count.h5 --context 16)
+compare gpt "embedding:24,posembed,
+	2*([layernorm:1e-5,attention:3:causal],[layernorm:1e-5,dense:96,gelu,dense:24]),
+	layernorm:1e-5,dense" --lr 3e-3 --beta2 0.99 --weight-decay 0.1 --clip-norm 0.35
+grep -q "clipped [1-9]" gpt.log || { cat gpt.log; fail "gpt: clipping never acted"; }
+pass "two ViTs and a GPT: logits, loss and gradients of a batch, and ten AdamW steps (the GPT's clipped), are PyTorch's"

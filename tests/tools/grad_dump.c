@@ -4,14 +4,16 @@
  *   grad_dump CKPT DATA OUT.h5 ROW...
  *
  * rebuilds CKPT's model from its stored configuration (as `mtrain eval`
- * does) with every variable by name, loads rows ROW... of DATA (their
- * indices in the file, in that order), and on the CPU backend runs one
- * training forward (at CKPT's global step, the rows first in their global
- * batch: dropout's key) with grad_scale 1/R, so that the gradients are the
- * mean loss's, then the backward. OUT.h5 holds
+ * does) with every variable by name, reads rows ROW... of DATA (their
+ * indices in the file, in that order; of a file of tokens, windows of the
+ * checkpoint's --context at shift 0: window w begins at token w * T), and
+ * on the CPU backend runs one training forward (at CKPT's global step, the
+ * rows first in their global batch: dropout's key) with grad_scale 1/(R L)
+ * (L labels a row: 1, or a language model's T), so that the gradients are
+ * the mean loss's, then the backward. OUT.h5 holds
  *   rows     [R] int64      the row ids
- *   logits   [R, C] float32 the last layer's output
- *   loss     [] float64     mtrain's mean cross-entropy (its float sum / R)
+ *   logits   [R L, C] float32 the last layer's output
+ *   loss     [] float64     mtrain's mean cross-entropy (its float sum / R L)
  *   grads/NAME  each trainable variable's gradient, in its shape
  * Exit status 0, or 1 with a line on stderr. */
 #include "backend.h"
@@ -58,7 +60,8 @@ static int rebuild(struct model *m, const struct backend *be, const struct ckpt_
 	if (config_parse_text(&cfg, meta->config ? meta->config : "", "the checkpoint") ||
 	    model_input_shape(&cfg, data->path, data->shape, in) ||
 	    model_specs(&cfg, spec, &n_spec) ||
-	    model_plan(m, spec, n_spec, in, meta->classes, cfg.seed))
+	    model_plan_vocab(m, spec, n_spec, in, meta->classes, data->tokens ? meta->classes : 0,
+			     cfg.seed))
 		return fprintf(stderr, "grad_dump: %s\n", user_error_text()), -1;
 	model_alloc(m, be, rows);
 	for (int i = 0; i < m->reg.n; i++) {
@@ -103,9 +106,10 @@ static int dump(struct model *m, const struct dataset *data, const long *ids, in
 		long step, const char *out)
 {
 	const struct backend *be = m->be;
+	size_t labels = (size_t)rows * (size_t)m->targets;
 	float *x = xmalloc(sizeof(float) * (size_t)rows * data->dim);       /* (R, D) */
-	int32_t *y = xmalloc(sizeof(int32_t) * (size_t)rows);               /* (R) */
-	float *logits = xmalloc(sizeof(float) * (size_t)rows * m->classes); /* (R, C) */
+	int32_t *y = xmalloc(sizeof(int32_t) * labels);                     /* (R, L) */
+	float *logits = xmalloc(sizeof(float) * labels * m->classes);       /* (R L, C) */
 	float *g = xmalloc(sizeof(float) * m->reg.trainable);               /* (T) */
 	float stats[2];                                                     /* loss sum, correct */
 	int rc = load_rows(data, ids, rows, x, y);
@@ -113,18 +117,19 @@ static int dump(struct model *m, const struct dataset *data, const long *ids, in
 		model_set_batch(m, x, y, rows);
 		model_set_position(m, step, 0);
 		model_take_stats(m, stats); /* zeroed */
-		model_forward(m, rows, 1, 1.0f / (float)rows);
+		model_forward(m, rows, 1, 1.0f / (float)labels);
 		/* before the backward, which may reuse the logits' place */
 		be->copy_out(be, logits, m->layer[m->n_layers - 1].y,
-			     sizeof(float) * (size_t)rows * m->classes);
+			     sizeof(float) * labels * m->classes);
 		model_take_stats(m, stats);
 		model_backward(m, rows, NULL, NULL);
 		be->copy_out(be, g, m->g, sizeof(float) * m->reg.trainable);
 		hid_t f = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
 		H5_CHECK(f);
 		hsize_t dims[SHAPE_MAX_RANK] = {(hsize_t)rows, (hsize_t)m->classes};
-		double loss = (double)stats[0] / rows;
+		double loss = (double)stats[0] / (double)labels;
 		put(f, "rows", H5T_NATIVE_LONG, 1, dims, ids);
+		dims[0] = (hsize_t)labels;
 		put(f, "logits", H5T_NATIVE_FLOAT, 2, dims, logits);
 		put(f, "loss", H5T_NATIVE_DOUBLE, 0, NULL, &loss);
 		for (int i = 0; i < m->reg.n_trainable; i++) {
@@ -169,7 +174,13 @@ int main(int argc, char **argv)
 	memset(&meta, 0, sizeof(meta));
 	memset(&data, 0, sizeof(data));
 	memset(&m, 0, sizeof(m));
-	if (ckpt_read_all(argv[1], &vars, &n_vars, &meta) || dataset_load(&data, argv[2], 0, 1)) {
+	/* Streamed, as training reads it: rows of images or values, or windows
+	 * of tokens of the checkpoint's --context. */
+	struct config cfg;
+	config_defaults(&cfg);
+	if (ckpt_read_all(argv[1], &vars, &n_vars, &meta) ||
+	    config_parse_text(&cfg, meta.config ? meta.config : "", "the checkpoint") ||
+	    dataset_open_split(&data, argv[2], DATASET_TRAIN, cfg.context, 0, 1)) {
 		fprintf(stderr, "grad_dump: %s\n", user_error_text());
 	} else if (rebuild(&m, be, &meta, vars, n_vars, &data, rows) == 0) {
 		rc = dump(&m, &data, ids, rows, meta.global_step, argv[3]) ? 1 : 0;

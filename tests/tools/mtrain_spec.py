@@ -313,8 +313,10 @@ def layer_shape(l, i, ins, in_seq, classes):
         return (1, h * w, c), True
     if l.kind == "attention" and c % l.args[0]:
         fail("its width %d is not a multiple of its %d heads" % (c, l.args[0]))
-    if l.kind == "embedding":
-        fail("token ids are not rebuilt here")
+    if l.kind == "embedding":  # a flat row of T token ids: T vectors
+        if h * w != 1 or in_seq:
+            fail("takes a flat row of token ids, but its input is %s" % (ins[0],))
+        return (1, c, l.args[0]), True
     return (h, w, c), in_seq  # dropout, norms, activations, attention, posembed
 
 
@@ -332,6 +334,8 @@ def layer_vars(l, ins):
         return {n + "/gamma": ((c,), True), n + "/beta": ((c,), True)}
     if l.kind == "posembed":
         return {n + "/embeddings": ((w, c), True)}
+    if l.kind == "embedding":  # the vocabulary is the data's: its classes
+        return {n + "/embeddings": ((l.vocab, l.args[0]), True)}
     if l.kind == "attention":
         heads = l.args[0]
         key = c // heads
@@ -347,11 +351,14 @@ def layer_vars(l, ins):
                                  ("moving_mean", False), ("moving_variance", False))}
 
 
-def plan(layers, in_shape, classes):
+def plan(layers, in_shape, classes, vocab=0):
     """Each layer's output shape and Keras name; the variables the model
-    needs: {name: (shape, trainable)}."""
+    needs: {name: (shape, trainable)}. vocab: rows of token ids in [0,
+    vocab) (a language model: the last layer may give classes values for
+    each of the sequence's tokens), else 0."""
     need, counts = {}, {}
     for i, l in enumerate(layers):
+        l.vocab = vocab
         ins = [in_shape if s < 0 else layers[s].shape for s in l.src]
         in_seq = l.src[0] >= 0 and layers[l.src[0]].seq
         l.shape, l.seq = layer_shape(l, i, ins, in_seq, classes)
@@ -361,6 +368,9 @@ def plan(layers, in_shape, classes):
             counts[keras] = n + 1
             l.name = keras if n == 0 else "%s_%d" % (keras, n)
             need.update(layer_vars(l, ins))
-    if layers[-1].shape != (1, 1, classes) or layers[-1].seq:
+    last = layers[-1]
+    if vocab and last.seq and last.shape[2] == classes:
+        return need  # every token's next one
+    if last.shape != (1, 1, classes) or last.seq:
         raise RebuildError("the last layer gives %s, not %d classes" % (layers[-1].shape, classes))
     return need

@@ -5,6 +5,9 @@ torch_reference.py compares gradients and AdamW steps):
     m = load(CKPT)                            the model and every dataset
     x, labels, in_shape = rows(DATA, m)       DATA's rows; m planned on them
     logits = forward(m.layers, to_torch(x, in_shape), w)
+    x, labels = token_windows(DATA, m, starts)  a file of tokens' windows
+                                              (a language model: logits
+                                              [N, T * classes], labels [N, T])
 
 The model comes from the checkpoint's root attribute `config` (mtrain_spec.py
 reads it: its `model =` line, or the MLP of `layers =` and `activation =`,
@@ -133,6 +136,30 @@ def rows(path, m):
     return x, labels, in_shape
 
 
+def is_tokens(path):
+    """Whether the data file path is a file of tokens (io/dataset_tokens.c)."""
+    with h5py.File(path, "r") as f:
+        return "tokens" in f and "x" not in f
+
+
+def token_windows(path, m, starts):
+    """(x float32 [N, T] token ids, labels int64 [N, T]) of the windows of
+    T + 1 tokens of path's 'tokens' beginning at starts (T: the model's
+    input width, its --context), the model planned on rows of T ids of the
+    file's vocabulary and the checkpoint's values checked against it."""
+    t = m.input_dim
+    with h5py.File(path, "r") as f:
+        tokens, vocab = f["tokens"][()].astype(np.int64), int(f.attrs["vocab_size"])
+    if min(starts) < 0 or max(starts) + t + 1 > len(tokens):
+        raise RebuildError("%s: windows of %d from %s: past its %d tokens" %
+                           (path, t + 1, starts, len(tokens)))
+    x = np.stack([tokens[s:s + t] for s in starts]).astype(np.float32)
+    labels = np.stack([tokens[s + 1:s + t + 1] for s in starts])
+    m.need = plan(m.layers, (1, 1, t), m.classes, vocab)
+    check_values(m)
+    return x, labels
+
+
 def to_torch(x, in_shape, dtype=torch.float32):
     """Rows x as forward() takes them: [N, C, H, W]."""
     x = np.ascontiguousarray(x.reshape((-1,) + in_shape).transpose(0, 3, 1, 2))
@@ -182,6 +209,8 @@ def forward(layers, x, w, training=False):
             raise RebuildError("%s at character %d: not rebuilt for training" % (l.kind, l.at))
         if l.kind == "add":
             y = ins[0] + ins[1]
+        elif l.kind == "embedding":  # rows of T ids ([N, T, 1, 1]): [N, T, D]
+            y = w(l.name + "/embeddings")[y.reshape(y.shape[0], -1).long()]
         elif l.kind == "dense" and l.seq:  # on each token's last axis
             y = F.linear(y, w(l.name + "/kernel").t(), w(l.name + "/bias"))
         elif l.kind == "dense":
@@ -236,4 +265,5 @@ def forward(layers, x, w, training=False):
         if tuple(y.shape[1:]) != want:
             raise RebuildError("%s gave %s, planned %s" % (l.kind, tuple(y.shape), want))
         out.append(y)
+    # [N, classes], or a language model's [N, T * classes]
     return out[-1].reshape(x.shape[0], -1)

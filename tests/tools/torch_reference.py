@@ -12,9 +12,14 @@ same model built in PyTorch from an mtrain checkpoint by name
         taking the rows of ROWS (its MTRAIN_TEST_ROWS record, rank 0's) at
         each step, and wrote the losses of METRICS ('train' events, every
         step) and the checkpoint FINAL, whose configuration gives the
-        optimizer's hyper-parameters (AdamW only, a constant learning rate):
-        torch.optim.AdamW takes the same steps from CKPT, and each step's
-        loss is compared.
+        optimizer's hyper-parameters (AdamW only, a constant learning rate,
+        --clip-norm by torch.nn.utils.clip_grad_norm_): torch.optim.AdamW
+        takes the same steps from CKPT, and each step's loss is compared.
+
+DATA may be a file of tokens: its rows are then windows (grad_dump's ROW w
+begins at token w * T; a step record's ids are the windows' first tokens,
+which are their places in a file whose tokens count up), and the loss is
+the mean over every window's T next-token targets.
 
 Each prints its figures, the largest relative differences, one line each,
 and exits 1 when one is over its bound (--rtol-logits, --rtol-loss,
@@ -41,7 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from mtrain_spec import f32
-from mtrain_torch import RebuildError, forward, load, rows, to_torch
+from mtrain_torch import RebuildError, forward, is_tokens, load, rows, to_torch, token_windows
 
 # base/kinds.h's OPTIM_KINDS: AdamW's defaults where the configuration
 # says 'default'.
@@ -62,12 +67,41 @@ def params_of(m, dtype):
             for n in sorted(m.trainable)}
 
 
+class Batches:
+    """The rows of a data file as the model takes them: batch(ids) gives
+    (x tensor, labels tensor) of rows ids; of a file of tokens, the windows
+    beginning at tokens ids (labels [N, T])."""
+
+    def __init__(self, m, data, dtype):
+        self.m, self.data, self.dtype = m, data, dtype
+        self.tokens = is_tokens(data)
+        if not self.tokens:
+            x, labels, in_shape = rows(data, m)
+            self.x, self.y = to_torch(x, in_shape, dtype), torch.from_numpy(labels)
+
+    def batch(self, ids):
+        if self.tokens:
+            x, labels = token_windows(self.data, self.m, list(ids))
+            return to_torch(x, (1, 1, x.shape[1]), self.dtype), torch.from_numpy(labels)
+        idx = torch.tensor(list(ids))
+        return self.x[idx], self.y[idx]
+
+
 def setup(ckpt, data, dtype):
-    """(model, x [N, C, H, W] tensor, labels tensor, parameters)."""
+    """(model, its Batches of data, parameters)."""
     torch.set_num_threads(1)
     m = load(ckpt)
-    x, labels, in_shape = rows(data, m)
-    return m, to_torch(x, in_shape, dtype), torch.from_numpy(labels), params_of(m, dtype)
+    b = Batches(m, data, dtype)
+    if b.tokens:
+        b.batch([0])  # plans the model on windows
+    return m, b, params_of(m, dtype)
+
+
+def loss_of(m, x, labels, p):
+    """(logits [N, classes] or a language model's [N * T, classes], the
+    mean cross-entropy over the rows, or over every token's target)."""
+    logits = forward(m.layers, x, p.__getitem__, training=True).reshape(-1, m.classes)
+    return logits, F.cross_entropy(logits, labels.reshape(-1))
 
 
 def kind(name):
@@ -82,7 +116,7 @@ def layer(name):
 
 
 def grads(a):
-    m, x, y, p = setup(a.ckpt, a.data, a.dtype)
+    m, b, p = setup(a.ckpt, a.data, a.dtype)
     grads_m = {}
 
     def keep(name, obj):  # grads/NAME: the variable NAME's
@@ -95,9 +129,9 @@ def grads(a):
     if sorted(grads_m) != sorted(p):
         raise RebuildError("%s: gradients of %s, the model's trainable variables are %s" %
                            (a.dump, sorted(grads_m), sorted(p)))
-    idx = torch.from_numpy(ids.astype(np.int64))
-    logits = forward(m.layers, x[idx], p.__getitem__, training=True)
-    loss = F.cross_entropy(logits, y[idx])  # the mean over the rows
+    # A file of tokens' rows are grad_dump's windows at shift 0: w * T.
+    starts = [int(i) * m.input_dim for i in ids] if b.tokens else [int(i) for i in ids]
+    logits, loss = loss_of(m, *b.batch(starts), p)
     loss.backward()
     figures = [("logits", rel(logits_m, logits.detach().numpy()), a.rtol_logits, ""),
                ("loss", rel(loss_m, loss.item()), a.rtol_loss, "")]
@@ -134,12 +168,12 @@ def hyper(final):
                                                           cfg.get("schedule"), cfg.get("warmup")))
     hp = {k: f32(ADAMW_DEFAULTS[k] if cfg[k] == "default" else cfg[k])
           for k in ("beta1", "beta2", "weight-decay")}
-    hp.update(lr=f32(cfg["lr"]), eps=f32(cfg["eps"]))
+    hp.update(lr=f32(cfg["lr"]), eps=f32(cfg["eps"]), clip=f32(cfg.get("clip-norm", "0")))
     return hp
 
 
 def steps(a):
-    m, x, y, p = setup(a.ckpt, a.data, a.dtype)
+    m, b, p = setup(a.ckpt, a.data, a.dtype)
     hp = hyper(a.final)
     batches = []
     with open(a.rows) as f:
@@ -157,17 +191,22 @@ def steps(a):
     opt = torch.optim.AdamW(list(p.values()), lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]),
                             eps=hp["eps"], weight_decay=hp["weight-decay"])
     figures = []
-    print("AdamW lr %.9g betas %.9g %.9g eps %.9g weight decay %.9g, %d steps of %d rows" %
-          (hp["lr"], hp["beta1"], hp["beta2"], hp["eps"], hp["weight-decay"], len(batches),
-           len(batches[0])))
+    print("AdamW lr %.9g betas %.9g %.9g eps %.9g weight decay %.9g%s, %d steps of %d rows" %
+          (hp["lr"], hp["beta1"], hp["beta2"], hp["eps"], hp["weight-decay"],
+           ", gradients clipped at norm %.9g" % hp["clip"] if hp["clip"] > 0 else "",
+           len(batches), len(batches[0])))
+    clipped = 0
     for s, ids in enumerate(batches, 1):
-        idx = torch.tensor(ids)
         opt.zero_grad()
-        loss = F.cross_entropy(forward(m.layers, x[idx], p.__getitem__, training=True), y[idx])
+        loss = loss_of(m, *b.batch(ids), p)[1]
         loss.backward()
+        if hp["clip"] > 0:  # PyTorch's own, as --clip-norm is documented
+            clipped += float(torch.nn.utils.clip_grad_norm_(list(p.values()), hp["clip"])) > hp["clip"]
         opt.step()
         figures.append(("step %2d loss mtrain %.7g torch %.7g" % (s, losses[s], loss.item()),
                         rel(losses[s], loss.item()), a.rtol_steps, ""))
+    if hp["clip"] > 0:
+        print("clipped %d of %d steps" % (clipped, len(batches)))
     return report(figures)
 
 
