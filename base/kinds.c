@@ -13,6 +13,7 @@ const char *const precision_names[] = {PRECISION_KINDS(KIND_NAME) NULL};
 const char *const schedule_names[] = {SCHEDULE_KINDS(KIND_NAME) NULL};
 const char *const zero_names[] = {ZERO_KINDS(KIND_NAME) NULL};
 const char *const dataset_names[] = {DATASET_KINDS(KIND_NAME) NULL};
+const char *const decay_names[] = {DECAY_KINDS(KIND_NAME) NULL};
 
 #define OPTIM_DEFAULTS(id, name, slots, s1, s2, beta1, beta2, wd)              \
 	[id] = {[OPTIM_HP_BETA1] = beta1, [OPTIM_HP_BETA2] = beta2, [OPTIM_HP_WEIGHT_DECAY] = wd},

@@ -64,6 +64,13 @@ enum optim_hp_id { OPTIM_HP_NONE, OPTIM_HP_BETA1, OPTIM_HP_BETA2, OPTIM_HP_WEIGH
 	X(ZERO_ON, "1")                                                        \
 	X(ZERO_AUTO, "auto")
 
+/* X(id, name): the variables weight decay applies to (--weight-decay-on):
+ * kernels and embeddings (nanoGPT's and Hugging Face's choice: not biases,
+ * nor layer or batch normalization's gamma and beta), or every one. */
+#define DECAY_KINDS(X)                                                         \
+	X(DECAY_MATRICES, "matrices")                                          \
+	X(DECAY_ALL, "all")
+
 /* X(id, name): the built-in data a run without --data takes (--dataset). */
 #define DATASET_KINDS(X)                                                       \
 	X(DATASET_FASHION_MNIST, "fashion-mnist")                              \
@@ -86,6 +93,7 @@ enum precision { PRECISION_KINDS(KIND_ID) };
 enum lr_schedule { SCHEDULE_KINDS(KIND_ID) };
 enum zero_kind { ZERO_KINDS(KIND_ID) };
 enum dataset_kind { DATASET_KINDS(KIND_ID) };
+enum decay_kind { DECAY_KINDS(KIND_ID) };
 #undef KIND_ID
 
 #ifndef __CUDACC__
@@ -101,6 +109,7 @@ extern const char *const precision_names[];
 extern const char *const schedule_names[];
 extern const char *const zero_names[];
 extern const char *const dataset_names[];
+extern const char *const decay_names[];
 /* Each optimizer's defaults, the columns of its OPTIM_KINDS row:
  * optim_defaults[OPTIM_LION][OPTIM_HP_BETA2] is 0.99. */
 extern const float optim_defaults[][OPTIM_HP_COUNT];

@@ -95,6 +95,11 @@ def common_recipe(conf, args, path, optimizers):
     def num(key, default, kind=float):
         return conf_num(conf, path, key, default, kind)
 
+    # The peers decay every parameter, as torch.optim does by default.
+    decay = num("weight-decay", 0.01 if optimizer == "adamw" else 0.0)
+    if decay and conf.get("weight-decay-on", "matrices") != "all":
+        fail(f"{path}: weight-decay-on = {conf.get('weight-decay-on', 'matrices')} "
+             f"(the default): only all is mirrored")
     return dict(epochs=args.epochs or num("epochs", 5, int), batch=num("batch", 128, int),
                 optimizer=optimizer, lr=num("lr", 1e-3),
                 weight_decay=num("weight-decay", 0.01 if optimizer == "adamw" else 0.0),

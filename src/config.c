@@ -53,6 +53,7 @@ const struct option_def options[] = {
 	OPT("lr-gamma", T_FLOAT, lr_gamma, "0.1", 0, 1, 0, "step schedule: decay factor"),
 	OPT("batch", T_INT, batch, "128", 1, 1 << 24, 0, "global batch size, split across ranks"),
 	OPT("accumulate", T_INT, accumulate, "1", 1, 1 << 16, M, "compute each rank's rows of a step in this many micro-batches, their gradients summed before the one reduction (--batch stays the global batch of a step; activations take a micro-batch's memory)"),
+	OPT_ENUM("weight-decay-on", decay_on, decay_names, "matrices", M, "the variables --weight-decay applies to: matrices (kernels and embeddings, as nanoGPT; not biases, gamma or beta) or all"),
 	OPT("clip-norm", T_FLOAT, clip_norm, "0", 0, 1e30, M, "scale the global gradient (after the reduction, before the optimizer) down to this L2 norm when it is over it, as PyTorch's clip_grad_norm_; its norm in the progress lines; 0: off"),
 	OPT("eval-batch", T_INT, eval_batch, "1000", 1, 1 << 20, M, "evaluation rows per rank per batch"),
 	OPT("epochs", T_INT, epochs, "5", 1, 1e6, M, "epochs to train (ignored when --steps is set)"),

@@ -36,6 +36,7 @@ struct config {
 				   * optimizer's default */
 	float eps;                /* adam/adamw, e.g. 1e-8 */
 	float weight_decay;       /* e.g. 0; < 0 means the optimizer's default */
+	int decay_on;             /* enum decay_kind: which variables it applies to */
 	int accumulate;           /* micro-batches a rank's rows of a step are
 				   * computed in, their gradients summed, e.g. 1 */
 	float clip_norm;          /* > 0: the global gradient's L2 norm is scaled

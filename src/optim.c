@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "log.h"
+#include "params.h"
 
 /* The OPTIM_KINDS table: slots and their names (the defaults are kinds.c's
  * optim_defaults). */
@@ -69,6 +71,7 @@ void optim_free(struct optim *o)
 		return;
 	for (int i = 0; i < 2; i++)
 		o->be->free(o->be, o->slot[i]);
+	free(o->runs);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -91,10 +94,59 @@ float optim_lr(const struct config *cfg, long step, long total_steps)
 	}
 }
 
+/* Whether --weight-decay-on matrices decays the variable called name: a
+ * kernel or an embedding table, by its last part. */
+static int is_matrix(const char *name)
+{
+	const char *last = strrchr(name, '/');
+	last = last ? last + 1 : name;
+	return !strcmp(last, "kernel") || !strcmp(last, "embeddings");
+}
+
+void optim_set_decay(struct optim *o, const struct params *reg, size_t first, int on)
+{
+	free(o->runs);
+	o->runs = xcalloc(2 * (size_t)reg->n + 1, sizeof(*o->runs));
+	o->n_runs = 0;
+	for (size_t at = 0; at < o->n;) {
+		/* The variable holding first + at, or the gap before the next
+		 * (offsets are aligned: params.h), which goes with the run
+		 * before it (its values are 0 either way). */
+		size_t v = first + at, end = first + o->n;
+		int decay = o->n_runs ? o->runs[o->n_runs - 1].decay : 1;
+		for (int i = 0; i < reg->n; i++) {
+			const struct param *p = &reg->p[i];
+			size_t stop = p->offset + p->size;
+			if (v >= p->offset && v < stop)
+				decay = on == DECAY_ALL || is_matrix(p->name);
+			if (v >= p->offset && v < stop && stop < end)
+				end = stop;
+			else if (p->offset > v && p->offset < end)
+				end = p->offset;
+		}
+		struct optim_run *r = &o->runs[o->n_runs - (o->n_runs > 0)];
+		if (o->n_runs && r->decay == decay)
+			r->len += end - v;
+		else
+			o->runs[o->n_runs++] = (struct optim_run){at, end - v, decay};
+		at = end - first;
+	}
+}
+
 void optim_step(struct optim *o, float *w, const float *g, long t, float lr)
 {
 	o->hp.lr = lr;
 	o->hp.bc1 = 1.0f - powf(o->hp.beta1, (float)t);
 	o->hp.bc2 = 1.0f - powf(o->hp.beta2, (float)t);
-	o->be->optim_update(o->be, w, g, o->slot[0], o->slot[1], o->n, &o->hp);
+	if (!o->runs) {
+		o->be->optim_update(o->be, w, g, o->slot[0], o->slot[1], o->n, &o->hp);
+		return;
+	}
+	struct optim_hp hp = o->hp;
+	for (int i = 0; i < o->n_runs; i++) {
+		const struct optim_run *r = &o->runs[i];
+		hp.weight_decay = r->decay ? o->hp.weight_decay : 0.0f;
+		o->be->optim_update(o->be, w + r->at, g + r->at, o->slot[0] ? o->slot[0] + r->at : NULL,
+				    o->slot[1] ? o->slot[1] + r->at : NULL, r->len, &hp);
+	}
 }

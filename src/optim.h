@@ -13,11 +13,23 @@ struct optim {
 	const char *slot_suffix[2]; /* e.g. "Adam", "Adam_1" */
 	float *slot[2];        /* (P) each, backend memory, NULL when unused */
 	size_t n;              /* P */
+	/* Runs of [0, P) alike in weight decay (optim_set_decay): one call of
+	 * the update each; one run of all, decayed, until it is called. */
+	int n_runs;
+	struct optim_run {
+		size_t at, len;
+		int decay;
+	} *runs;
 };
 
 /* Allocates the slots the optimizer of cfg needs for n parameters. */
 void optim_init(struct optim *o, const struct backend *be, const struct config *cfg, size_t n);
 void optim_free(struct optim *o);
+/* Weight decay (the optimizer's, its hyper-parameter) on the variables
+ * of reg that on says (enum decay_kind), of which this optimizer updates
+ * the values [first, first + P) (its shard): the runs of them alike. */
+struct params;
+void optim_set_decay(struct optim *o, const struct params *reg, size_t first, int on);
 /* Learning rate for the step that makes global_step = step + 1. */
 float optim_lr(const struct config *cfg, long step, long total_steps);
 /* One update of w (P) from g (P) as step number t (1-based) with rate lr. */

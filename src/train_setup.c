@@ -137,6 +137,7 @@ static int build(struct trainer *t, int max_rows)
 		return -1;
 	size_t P = t->model.reg.total, T = t->model.reg.trainable;
 	optim_init(&t->optim, be, cfg, t->shard.len);
+	optim_set_decay(&t->optim, &t->model.reg, t->shard.first, cfg->decay_on);
 	t->gacc = cfg->accumulate > 1 ? be->alloc(be, T * sizeof(float)) : NULL;
 	if (cfg->sync_bn)
 		model_sync_bn(&t->model, sum_over_ranks, c, cfg->batch);

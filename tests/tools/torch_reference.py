@@ -168,7 +168,8 @@ def hyper(final):
                                                           cfg.get("schedule"), cfg.get("warmup")))
     hp = {k: f32(ADAMW_DEFAULTS[k] if cfg[k] == "default" else cfg[k])
           for k in ("beta1", "beta2", "weight-decay")}
-    hp.update(lr=f32(cfg["lr"]), eps=f32(cfg["eps"]), clip=f32(cfg.get("clip-norm", "0")))
+    hp.update(lr=f32(cfg["lr"]), eps=f32(cfg["eps"]), clip=f32(cfg.get("clip-norm", "0")),
+              decay_on=cfg.get("weight-decay-on", "matrices"))
     return hp
 
 
@@ -188,11 +189,17 @@ def steps(a):
     if sorted(losses) != list(range(1, len(batches) + 1)):
         raise RebuildError("%s: losses of steps %s; %s has %d steps" %
                            (a.metrics, sorted(losses), a.rows, len(batches)))
-    opt = torch.optim.AdamW(list(p.values()), lr=hp["lr"], betas=(hp["beta1"], hp["beta2"]),
-                            eps=hp["eps"], weight_decay=hp["weight-decay"])
+    # --weight-decay-on matrices: kernels and embeddings decay, the rest not
+    # (nanoGPT's two parameter groups).
+    def decays(n):
+        return hp["decay_on"] == "all" or n.split("/")[-1] in ("kernel", "embeddings")
+    groups = [{"params": [t for n, t in p.items() if decays(n) == d],
+               "weight_decay": hp["weight-decay"] if d else 0.0} for d in (True, False)]
+    opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=hp["lr"],
+                            betas=(hp["beta1"], hp["beta2"]), eps=hp["eps"])
     figures = []
-    print("AdamW lr %.9g betas %.9g %.9g eps %.9g weight decay %.9g%s, %d steps of %d rows" %
-          (hp["lr"], hp["beta1"], hp["beta2"], hp["eps"], hp["weight-decay"],
+    print("AdamW lr %.9g betas %.9g %.9g eps %.9g weight decay %.9g on %s%s, %d steps of %d rows" %
+          (hp["lr"], hp["beta1"], hp["beta2"], hp["eps"], hp["weight-decay"], hp["decay_on"],
            ", gradients clipped at norm %.9g" % hp["clip"] if hp["clip"] > 0 else "",
            len(batches), len(batches[0])))
     clipped = 0
