@@ -97,9 +97,9 @@ int eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
 }
 
 /* The checkpoint's configuration and model dimensions on every rank, with
- * the evaluation options of the command line. 0 or -1 (user error). */
-static int eval_config(const char *ckpt, const char *eval_data, int device, struct comm *c,
-		       struct config *cfg, int dims[2])
+ * the options of the command line. 0 or -1 (user error). */
+static int ckpt_config(const char *ckpt, int device, struct comm *c, struct config *cfg,
+		       int dims[2])
 {
 	struct ckpt_meta m;
 	memset(&m, 0, sizeof(m));
@@ -116,27 +116,83 @@ static int eval_config(const char *ckpt, const char *eval_data, int device, stru
 	comm_bcast_host(c, dims, 2 * sizeof(int), 0);
 	cfg->device = device;
 	cfg->precision = PRECISION_FP32; /* evaluate exactly, wherever it trained */
-	if (eval_data)
-		snprintf(cfg->eval_data, PATH_LEN, "%s", eval_data);
 	return 0;
 }
 
-/* This rank's slice of cfg's evaluation set, checked against the model's
+/* This rank's slice of split of path, checked against the model's
  * dimensions. 0 or -1 (user error, collected). */
-static int eval_data_load(const char *ckpt, const struct config *cfg, const int dims[2],
-			  struct dataset *d, struct comm *c)
+static int data_load(const char *ckpt, const struct config *cfg, const char *path, int split,
+		     const int dims[2], struct dataset *d, struct comm *c)
 {
-	if (!cfg->eval_data[0] || !strcmp(cfg->eval_data, "none"))
+	if (!path[0] || !strcmp(path, "none"))
 		user_error("%s: the checkpoint names no eval data; pass --eval-data FILE", ckpt);
-	else if (dataset_open_split(d, cfg->eval_data, DATASET_EVAL, cfg->context, c->rank,
-				    c->size) == 0) {
+	else if (dataset_open_split(d, path, split, cfg->context, c->rank, c->size) == 0) {
 		if (d->dim != dims[0])
 			user_error("%s: inputs have %d features; the checkpoint's model takes %d",
-				   cfg->eval_data, d->dim, dims[0]);
+				   path, d->dim, dims[0]);
 		else /* labels are checked against the model's as they are read */
 			d->classes = dims[1];
 	}
 	return comm_user_errors(c) ? -1 : 0;
+}
+
+int ckpt_model_open(struct ckpt_model *cm, const char *ckpt, const char *data, int split,
+		    int device, int rows, struct comm *c)
+{
+	memset(cm, 0, sizeof(*cm));
+	if (ckpt_config(ckpt, device, c, &cm->cfg, cm->dims))
+		return -1;
+	struct config *cfg = &cm->cfg;
+	if (data && split == DATASET_EVAL)
+		snprintf(cfg->eval_data, PATH_LEN, "%s", data);
+	cm->be = backend_select(cfg, c);
+	if (!cm->be)
+		return -1;
+	/* The checkpoint's model, laid out before anything is allocated, for
+	 * rows shaped as the data's: images [N, H, W, C] carry the shape a
+	 * model trained on them without --input-shape took. */
+	struct layer_spec spec[MODEL_MAX_LAYERS];
+	int n_spec = 0, in[3];
+	const char *path = split == DATASET_EVAL ? cfg->eval_data : data ? data : cfg->data;
+	if (data_load(ckpt, cfg, path, split, cm->dims, &cm->data, c) == 0 &&
+	    model_input_shape(cfg, path, cm->data.shape, in) == 0 &&
+	    model_specs(cfg, spec, &n_spec) == 0)
+		model_plan_vocab(&cm->model, spec, n_spec, in, cm->dims[1],
+				 cm->data.tokens ? cm->dims[1] : 0, cfg->seed);
+	if (comm_user_errors(c)) {
+		dataset_free(&cm->data);
+		backend_unselect(cm->be, c);
+		return -1;
+	}
+	struct model *m = &cm->model;
+	m->train_rows = 1; /* it never trains: the arena is evaluation's */
+	model_alloc(m, cm->be, rows > 0 ? rows : (int)eval_rows(&cm->data, cfg->eval_batch));
+	/* Not an owner: the shadows are the checkpoint's, never updated. */
+	ema_init(&cm->ema, cm->be, m->w, m->reg.trainable, m->reg.total, cfg->ema_decay,
+		 cfg->ema_num_updates, 0);
+	state_init(&cm->state, cm->be, &m->reg, &m->w, &cm->ema.shadow, NULL, NULL, c->rank == 0);
+	struct ckpt_meta meta;
+	if (c->rank == 0 && state_read(&cm->state, ckpt, 1, &meta) == 0)
+		ckpt_meta_free(&meta);
+	cm->open = 1;
+	if (comm_user_errors(c)) {
+		ckpt_model_close(cm, c);
+		return -1;
+	}
+	state_send(&cm->state, c);
+	return 0;
+}
+
+void ckpt_model_close(struct ckpt_model *cm, struct comm *c)
+{
+	if (cm->open) {
+		state_free(&cm->state);
+		ema_free(&cm->ema);
+		model_free(&cm->model);
+		dataset_free(&cm->data);
+		backend_unselect(cm->be, c);
+	}
+	memset(cm, 0, sizeof(*cm));
 }
 
 /* One line of figures for the weights now in m. */
@@ -169,56 +225,17 @@ int eval_main(const char *ckpt, const char *eval_data, const char *which, int de
 	if (!want)
 		user_error("--weights: '%s' is not one of %s", which,
 			   kind_choices(weights, list, sizeof(list)));
-	struct config cfg;
-	int dims[2];
-	if (comm_user_errors(c) || eval_config(ckpt, eval_data, device, c, &cfg, dims))
+	struct ckpt_model cm;
+	if (comm_user_errors(c) || ckpt_model_open(&cm, ckpt, eval_data, DATASET_EVAL, device, 0, c))
 		return EXIT_USER;
-	const struct backend *be = backend_select(&cfg, c);
-	if (!be)
-		return EXIT_USER;
-	struct dataset data;
-	memset(&data, 0, sizeof(data));
-	int status = EXIT_USER;
-	/* The checkpoint's model, laid out before anything is allocated, for
-	 * rows shaped as the eval data's: images [N, H, W, C] carry the shape
-	 * a model trained on them without --input-shape took. */
-	struct model model;
-	struct layer_spec spec[MODEL_MAX_LAYERS];
-	int n_spec = 0, in[3];
-	if (eval_data_load(ckpt, &cfg, dims, &data, c) == 0 &&
-	    model_input_shape(&cfg, cfg.eval_data, data.shape, in) == 0 &&
-	    model_specs(&cfg, spec, &n_spec) == 0)
-		model_plan_vocab(&model, spec, n_spec, in, dims[1], data.tokens ? dims[1] : 0,
-				 cfg.seed);
-	if (!comm_user_errors(c)) {
-		struct ema ema;
-		struct state state;
-		struct evaluator ev;
-		struct ckpt_meta m;
-		model.train_rows = 1; /* it never trains: the arena is evaluation's */
-		model_alloc(&model, be, (int)eval_rows(&data, cfg.eval_batch));
-		/* Not an owner: the shadows are the checkpoint's, never updated. */
-		ema_init(&ema, be, model.w, model.reg.trainable, model.reg.total, cfg.ema_decay,
-			 cfg.ema_num_updates, 0);
-		state_init(&state, be, &model.reg, &model.w, &ema.shadow, NULL, NULL, c->rank == 0);
-		eval_init(&ev, &data, &model);
-		if (c->rank == 0 && state_read(&state, ckpt, 1, &m) == 0)
-			ckpt_meta_free(&m);
-		if (!comm_user_errors(c)) {
-			state_send(&state, c);
-			int rc = (want & 1) ? eval_print(&ev, &model, ckpt, weights[0], c) : 0;
-			ema_swap(&ema, &model.w);
-			if (!rc && (want & 2))
-				rc = eval_print(&ev, &model, ckpt, weights[1], c);
-			ema_swap(&ema, &model.w);
-			status = rc ? EXIT_USER : EXIT_OK;
-		}
-		eval_free(&ev);
-		state_free(&state);
-		ema_free(&ema);
-		model_free(&model);
-	}
-	dataset_free(&data);
-	backend_unselect(be, c);
-	return status;
+	struct evaluator ev;
+	eval_init(&ev, &cm.data, &cm.model);
+	int rc = (want & 1) ? eval_print(&ev, &cm.model, ckpt, weights[0], c) : 0;
+	ema_swap(&cm.ema, &cm.model.w);
+	if (!rc && (want & 2))
+		rc = eval_print(&ev, &cm.model, ckpt, weights[1], c);
+	ema_swap(&cm.ema, &cm.model.w);
+	eval_free(&ev);
+	ckpt_model_close(&cm, c);
+	return rc ? EXIT_USER : EXIT_OK;
 }

@@ -6,6 +6,7 @@
 #include "dataset.h"
 #include "ema.h"
 #include "model.h"
+#include "state.h"
 
 struct evaluator {
 	const struct dataset *data; /* this rank's slice of the evaluation set */
@@ -33,6 +34,29 @@ int eval_run(struct evaluator *ev, struct model *m, struct comm *c, double out[3
  * could not be read. */
 int eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
 		 long epoch, struct comm *c);
+
+/* A checkpoint's model for `mtrain eval` and `mtrain generate`: its
+ * configuration, the backend, this rank's slice of the data it is run on,
+ * the model laid out for that data's rows with every variable from the
+ * file (raw weights in model.w, the EMA's shadows in ema). */
+struct ckpt_model {
+	struct config cfg;
+	int dims[2];           /* the checkpoint's input_dim and classes */
+	const struct backend *be;
+	struct dataset data;
+	struct model model;
+	struct ema ema;
+	struct state state;
+	int open;
+};
+/* Opens ckpt's model on device (evaluated exactly: fp32) for its data:
+ * split DATASET_EVAL of data (NULL: the checkpoint's --eval-data), or
+ * DATASET_TRAIN of data (NULL: the checkpoint's --data); allocated for
+ * batches of rows rows (0: eval_rows of the data). Collective: 0, or -1
+ * with the user error collected and nothing left open. */
+int ckpt_model_open(struct ckpt_model *cm, const char *ckpt, const char *data, int split,
+		    int device, int rows, struct comm *c);
+void ckpt_model_close(struct ckpt_model *cm, struct comm *c);
 
 /* `mtrain eval`: evaluates checkpoint ckpt on eval_data (NULL: the
  * checkpoint's own --eval-data) with raw and/or EMA weights (which: "raw",

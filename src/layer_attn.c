@@ -149,6 +149,26 @@ void layer_attn_forward(struct layer *l, const struct layer_ctx *c)
 	project(be, l->y, a.o, c->w[ATT_OK], c->w[ATT_OB], n, a.D);
 }
 
+void layer_attn_forward_at(struct layer *l, const struct layer_ctx *c, int t)
+{
+	const struct backend *be = c->be;
+	struct attn a = attn_of(l, c); /* one row: c->rows is 1 */
+	size_t at = (size_t)t * a.D, tt = (size_t)a.T * a.T;
+	float scale = 1.0f / sqrtf((float)a.K);
+	project(be, a.q + at, c->x + at, c->w[ATT_QK], c->w[ATT_QB], 1, a.D);
+	project(be, a.k + at, c->x + at, c->w[ATT_KK], c->w[ATT_KB], 1, a.D);
+	project(be, a.v + at, c->x + at, c->w[ATT_VK], c->w[ATT_VB], 1, a.D);
+	float *scores = a.p + (size_t)t * a.T; /* row t of each head's T x T */
+	/* head h: q_h(t) against the keys of tokens 0..t, all it may see */
+	be->matmul_batched(be, scores, a.q + at, a.k, 1, t + 1, a.K, 0, 1, 0.0f, a.H, a.D, a.D,
+			   a.T, (size_t)a.K, (size_t)a.K, tt);
+	for (int h = 0; h < a.H; h++)
+		be->softmax(be, scores + h * tt, scores + h * tt, 1, t + 1, scale, 0);
+	be->matmul_batched(be, a.o + at, scores, a.v, 1, a.K, t + 1, 0, 0, 0.0f, a.H, a.T, a.D,
+			   a.D, tt, (size_t)a.K, (size_t)a.K);
+	project(be, l->y + at, a.o + at, c->w[ATT_OK], c->w[ATT_OB], 1, a.D);
+}
+
 void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
 {
 	const struct backend *be = c->be;

@@ -64,6 +64,10 @@ int layer_attn_shape(struct layer *l, int classes, char *why, size_t len);
 void layer_attn_vars(struct layer *l, struct params *reg, const char *name, int trainable);
 void layer_attn_init(const struct layer *l, struct rng *r, float *host_w);
 void layer_attn_forward(struct layer *l, const struct layer_ctx *c);
+/* Causal attention's forward for token t of one row alone (c->rows 1),
+ * the queries, keys and values of tokens 0..t-1 already in c->keep from
+ * the calls for them (the cache): y's token t, in O(t D + D^2). */
+void layer_attn_forward_at(struct layer *l, const struct layer_ctx *c, int t);
 void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx);
 double layer_attn_flops(const struct layer *l);
 int layer_embed_shape(struct layer *l, int classes, char *why, size_t len);

@@ -145,6 +145,13 @@ int layer_is_alias(const struct layer *l);
 /* l->y (c->rows rows) = layer(c->x); with l->act >= 0 also c->act_y =
  * act(l->y). */
 void layer_forward(struct layer *l, const struct layer_ctx *c);
+/* (layers_token.c) Whether l can run a token at a time
+ * (layer_forward_token): causal attention, and the kinds that act on each
+ * token alone on a sequence. 0, or -1 with why ("is not causal: ..."). */
+int layer_token_ok(const struct layer *l, char *why, size_t len);
+/* l's forward for token t of one row (c for a call of 1 row, evaluating),
+ * the tokens before t already run through it: its output's token t. */
+void layer_forward_token(struct layer *l, const struct layer_ctx *c, int t);
 /* Gradients of l's variables into c->g (then c->ready hears of them), and
  * dx = d loss / d x unless dx is NULL; dy is d loss / d y. dx may be dy (in
  * place) for the kinds of layer_in_place. */

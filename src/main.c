@@ -8,6 +8,7 @@
 #include "default_data.h"
 #include "eval.h"
 #include "export.h"
+#include "generate.h"
 #include "image.h"
 #include "log.h"
 #include "model.h"
@@ -43,6 +44,9 @@ static void usage(FILE *f)
 		"                                          F.keras, keras-weights: F.weights.h5)\n"
 		"  mpirun -np N mtrain eval --ckpt FILE.h5 [--eval-data F] [--weights raw|ema|both]\n"
 		"                                          evaluate a checkpoint\n"
+		"  mtrain generate --ckpt F [--prompt TEXT] [--tokens N] [--temperature X]\n"
+		"                  [--top-k K] [--seed S] [--weights ema|raw] [--data F]\n"
+		"                                          text from a language model\n"
 		"  mtrain preview --data F [--input-shape H,W,C] [--augment LIST] [--rows N]\n"
 		"                 [--seed S] [--epoch E] --out GRID.png\n"
 		"                                          training rows as the step sees them\n"
@@ -271,6 +275,53 @@ static int help_model(const struct config *cfg)
 	return 0;
 }
 
+/* A number of [lo, hi] from --name's text into *v; 0, or -1 with a
+ * user_error. */
+static int number_arg(const char *name, const char *text, double lo, double hi, double *v)
+{
+	char *end;
+	*v = strtod(text, &end);
+	if (end == text || *end || !(*v >= lo && *v <= hi))
+		return user_error("--%s: '%s' is not a number from %g to %g", name, text, lo, hi);
+	return 0;
+}
+
+static int cmd_generate(int argc, char **argv, struct comm *c)
+{
+	enum { CKPT, DATA, WEIGHTS, PROMPT, TOKENS, TEMP, TOP_K, SEED, DEVICE, N };
+	const char *keys[N] = {"ckpt", "data", "weights", "prompt", "tokens", "temperature",
+			       "top-k", "seed", "device"};
+	const char *vals[N] = {0};
+	/* nanoGPT's sample.py's: temperature 0.8, top-k 200, seed 1337 */
+	struct gen_opts o = {.weights = "ema", .prompt = "\n", .tokens = 256, .temperature = 0.8,
+			     .top_k = 200, .seed = 1337, .device = DEVICE_AUTO};
+	double v;
+	if (!sub_args(argc, argv, keys, vals, N)) {
+		if (!vals[CKPT])
+			user_error("generate: --ckpt FILE is required");
+		if (vals[TOKENS] && !number_arg(keys[TOKENS], vals[TOKENS], 0, 1e9, &v))
+			o.tokens = (long)v;
+		if (vals[TEMP] && !number_arg(keys[TEMP], vals[TEMP], 0, 100, &v))
+			o.temperature = v;
+		if (vals[TOP_K] && !number_arg(keys[TOP_K], vals[TOP_K], 0, 1 << 24, &v))
+			o.top_k = (int)v;
+		if (vals[SEED] && !number_arg(keys[SEED], vals[SEED], 0, 0x1p63, &v))
+			o.seed = (uint64_t)v;
+		if (vals[DEVICE] && (o.device = kind_parse(device_names, vals[DEVICE])) < 0) {
+			char list[64];
+			user_error("--device: '%s' is not one of %s", vals[DEVICE],
+				   kind_choices(device_names, list, sizeof(list)));
+		}
+	}
+	if (comm_user_errors(c))
+		return EXIT_USER;
+	o.ckpt = vals[CKPT];
+	o.data = vals[DATA];
+	o.weights = vals[WEIGHTS] ? vals[WEIGHTS] : o.weights;
+	o.prompt = vals[PROMPT] ? vals[PROMPT] : o.prompt;
+	return generate_main(&o, c);
+}
+
 static int cmd_train(int argc, char **argv, struct comm *c)
 {
 	struct config cfg;
@@ -302,7 +353,7 @@ int main(int argc, char **argv)
 	H5dont_atexit();
 	const char *cmd = argc > 1 ? argv[1] : "";
 	if (strcmp(cmd, "import") && strcmp(cmd, "inspect") && strcmp(cmd, "eval") &&
-	    strcmp(cmd, "export") && strcmp(cmd, "preview"))
+	    strcmp(cmd, "export") && strcmp(cmd, "preview") && strcmp(cmd, "generate"))
 		train_catch_stop_signals();
 	/* OpenBLAS's kernels may make mtrain start itself again: a stop
 	 * signal then would find no handler and kill the rank. Held across
@@ -325,6 +376,8 @@ int main(int argc, char **argv)
 		status = cmd_eval(argc - 2, argv + 2, &comm);
 	else if (!strcmp(cmd, "export"))
 		status = cmd_export(argc - 2, argv + 2, &comm);
+	else if (!strcmp(cmd, "generate"))
+		status = cmd_generate(argc - 2, argv + 2, &comm);
 	else if (!strcmp(cmd, "preview"))
 		status = preview_main(argc - 2, argv + 2, &comm);
 	else if (!strcmp(cmd, "train"))

@@ -5,7 +5,6 @@
 #include "log.h"
 #include "rng.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -331,30 +330,6 @@ double model_flops_per_row(const struct model *m)
 	return f;
 }
 
-void model_text(const struct model *m, const struct config *cfg, char *buf, size_t len)
-{
-	if (strchr(cfg->model, '[')) { /* blocks: as written, without blanks */
-		size_t used = 0;
-		for (const char *p = cfg->model; *p && used + 1 < len; p++)
-			if (!isspace((unsigned char)*p))
-				buf[used++] = *p;
-		buf[used] = 0;
-		return;
-	}
-	if (cfg->model[0]) {
-		struct layer_spec spec[MODEL_MAX_LAYERS];
-		for (int i = 0; i < m->n_layers; i++)
-			spec[i] = m->layer[i].spec;
-		layer_spec_text(spec, m->n_layers, buf, len);
-		return;
-	}
-	size_t used = (size_t)snprintf(buf, len, "%d", m->in_dim);
-	for (int i = 0; i < cfg->n_hidden && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "-%d", cfg->hidden[i]);
-	if (used < len)
-		snprintf(buf + used, len - used, "-%d %s", m->classes, act_names[cfg->act]);
-}
-
 /* The model reads its inputs at x and its labels at y: the outputs that
  * are their input's (aliases) follow. */
 static void read_input_at(struct model *m, float *x, int32_t *y)
@@ -423,6 +398,11 @@ void model_update_state(struct model *m)
 		struct layer_ctx c = layer_ctx(m, i, 0, 1, NULL, NULL);
 		layer_update_state(&m->layer[i], &c);
 	}
+}
+
+struct layer_ctx model_layer_ctx(const struct model *m, int i, int rows, int training)
+{
+	return layer_ctx(m, i, rows, training, NULL, NULL);
 }
 
 void model_set_position(struct model *m, long step, long row0)

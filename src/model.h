@@ -135,7 +135,7 @@ void model_glorot(const struct model *m, uint64_t seed, float *host_w);
 /* Forward plus backward FLOPs for one row (the first layer with variables
  * computes no gradient for its input). */
 double model_flops_per_row(const struct model *m);
-/* The text of the model for the start line: "784-256-256-10 relu" for an
+/* (model_summary.c) The text of the model for the start line: "784-256-256-10 relu" for an
  * MLP of --layers, the canonical --model for a chain of layers, and a
  * model with blocks as written (its repetitions short), blanks left out. */
 void model_text(const struct model *m, const struct config *cfg, char *buf, size_t len);
@@ -163,6 +163,11 @@ void model_sync_bn(struct model *m, sum_fn sum, void *ctx, long global_rows);
 /* After a step that was taken: the non-trainable variables follow the
  * batch it trained on (batchnorm's moving statistics). */
 void model_update_state(struct model *m);
+/* What layer i's forward and backward take for a call over rows rows
+ * (its input, output and variables' places, wherever the layers' y and
+ * keep point now): for callers that run a layer in another way
+ * (generate.c's token at a time, in places of its own). */
+struct layer_ctx model_layer_ctx(const struct model *m, int i, int rows, int training);
 /* Where the loaded rows are: the global step being trained and their first
  * row in the global batch (the dropout masks' key). */
 void model_set_position(struct model *m, long step, long row0);

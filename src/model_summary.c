@@ -1,8 +1,10 @@
-/* model_summary of model.h: the model as Keras' model.summary() shows one,
- * as a tree (a block's layers indented under it). */
+/* model_summary and model_text of model.h: the model as Keras'
+ * model.summary() shows one, as a tree (a block's layers indented under
+ * it), and as the start line's text. */
 #include "log.h"
 #include "model.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,4 +88,28 @@ void model_summary(const struct model *m, FILE *f)
 		*kept ? " of it before sharing" : "",
 		bytes_text(4.0 * (double)m->unplanned_per_row, apart, sizeof(apart)),
 		bytes_text(4.0 * (double)m->eval_per_row, eval, sizeof(eval)));
+}
+
+void model_text(const struct model *m, const struct config *cfg, char *buf, size_t len)
+{
+	if (strchr(cfg->model, '[')) { /* blocks: as written, without blanks */
+		size_t used = 0;
+		for (const char *p = cfg->model; *p && used + 1 < len; p++)
+			if (!isspace((unsigned char)*p))
+				buf[used++] = *p;
+		buf[used] = 0;
+		return;
+	}
+	if (cfg->model[0]) {
+		struct layer_spec spec[MODEL_MAX_LAYERS];
+		for (int i = 0; i < m->n_layers; i++)
+			spec[i] = m->layer[i].spec;
+		layer_spec_text(spec, m->n_layers, buf, len);
+		return;
+	}
+	size_t used = (size_t)snprintf(buf, len, "%d", m->in_dim);
+	for (int i = 0; i < cfg->n_hidden && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "-%d", cfg->hidden[i]);
+	if (used < len)
+		snprintf(buf + used, len - used, "-%d %s", m->classes, act_names[cfg->act]);
 }

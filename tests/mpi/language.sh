@@ -8,6 +8,8 @@
 # GPT on bytes: the per-token loss falls, evaluation prints perplexity and
 # bits per byte, 1 and 2 ranks train the same weights within 1e-5; a model
 # that pools, or a context longer than the text, is one line, exit 2.
+# mtrain generate samples the same text for the same seed, and greedily
+# goes on as the text does.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip_or_fail "no python3 to read the row records"
 command -v h5dump >/dev/null || skip_or_fail "no h5dump (hdf5-tools) to read the tokens back"
@@ -121,22 +123,38 @@ for n in 1 2; do
 	ranks $n "${GFLAGS[@]}" --model "$GPT" --steps 20 --zero 0 --ckpt-dir gpt$n >/dev/null
 done
 "$CMP" --norm gpt1/ckpt-00000020.h5 gpt2/ckpt-00000020.h5 1e-5 || fail "2 ranks: not 1 rank's GPT weights to 1e-5"
-ranks 2 "${GFLAGS[@]}" --model "$GPT" --steps 100 --zero 0 --ckpt-dir gpt2 --metrics m2.jsonl >glog2
+ranks 2 "${GFLAGS[@]}" --model "$GPT" --steps 200 --zero 0 --ckpt-dir gpt2 --metrics m2.jsonl >glog2
 grep -q "resumed from gpt2/ckpt-00000020.h5" glog2 || { cat glog2; fail "no resume at 20"; }
 python3 - m2.jsonl <<'PY' || { cat glog2; fail "the per-token loss did not fall below 1 (ln 256 = 5.5 at the start)"; }
 import json, sys
 loss = [json.loads(l)["loss"] for l in open(sys.argv[1]) if '"event":"train"' in l]
 sys.exit(0 if loss and loss[-1] < 1.0 else 1)
 PY
-grep -qE "eval step 100 .* ema_ppl [0-9.]+ ema_bpb [0-9.]+" glog2 || { cat glog2; fail "no perplexity and bits per byte in the eval line"; }
+grep -qE "eval step 200 .* ema_ppl [0-9.]+ ema_bpb [0-9.]+" glog2 || { cat glog2; fail "no perplexity and bits per byte in the eval line"; }
 # mtrain eval: the same figures on 1 and 2 ranks as the run's last eval line.
-last=$(grep "^eval step 100" glog2 | sed -E 's/.*raw_loss ([0-9.]+).*ema_loss ([0-9.]+).*/\1 \2/')
+last=$(grep "^eval step 200" glog2 | sed -E 's/.*raw_loss ([0-9.]+).*ema_loss ([0-9.]+).*/\1 \2/')
 for n in 1 2; do
-	ranks $n eval --ckpt gpt2/ckpt-00000100.h5 --device cpu >elog$n
+	ranks $n eval --ckpt gpt2/ckpt-00000200.h5 --device cpu >elog$n
 	[ "$(awk '/ raw loss / {r = $5} / ema loss / {e = $5} END {print r, e}' elog$n)" = "$last" ] ||
 		{ cat elog$n; fail "mtrain eval on $n ranks: not the run's losses ($last)"; }
 done
 grep -qE "ppl [0-9.]+ \([0-9]+ tokens\)" elog1 || { cat elog1; fail "mtrain eval does not count tokens"; }
+# mtrain generate: the same seed the same text; greedy (temperature 0) it
+# goes on as the text does; a rate on stderr; bad options one line.
+ck=gpt2/ckpt-00000200.h5
+"$MTRAIN" generate --ckpt $ck --prompt "the quick" --tokens 40 --seed 5 >g1 2>g1.err
+"$MTRAIN" generate --ckpt $ck --prompt "the quick" --tokens 40 --seed 5 >g2 2>/dev/null
+"$MTRAIN" generate --ckpt $ck --prompt "the quick" --tokens 40 --seed 6 >g3 2>/dev/null
+cmp -s g1 g2 || fail "generate: the same seed gave other text"
+cmp -s g1 g3 && fail "generate: seeds 5 and 6 gave the same 40 tokens"
+[ "$(head -c 9 g1)" = "the quick" ] && [ "$(wc -c <g1)" = 50 ] || { cat g1; fail "generate: not the prompt and 40 bytes"; }
+grep -qE "generate: 40 tokens in [0-9.]+ s, [0-9]+ tokens/s" g1.err || { cat g1.err; fail "generate: no rate"; }
+"$MTRAIN" generate --ckpt $ck --prompt "the quick " --tokens 30 --temperature 0 >greedy 2>/dev/null
+grep -q "^the quick brown fox [0-6]\. the quick brown" greedy || { cat greedy; fail "generate: greedy does not go on as the text"; }
+expect_error "--weights: 'best' is not one of ema|raw" "$MTRAIN" generate --ckpt $ck --weights best
+expect_error "--prompt: empty" "$MTRAIN" generate --ckpt $ck --prompt ""
+expect_error "--temperature: '-1' is not a number" "$MTRAIN" generate --ckpt $ck --temperature -1
+expect_error "generate: --ckpt FILE is required" "$MTRAIN" generate --tokens 3
 grep -qE "tokens/s [0-9]+" glog2 || fail "no tokens/s in the progress lines"
 grep -q "eval abc.h5" glog2 || fail "the validation split was not evaluated by default"
 expect_job_error "last layer predicts once per row, but abc.h5 holds tokens" \
