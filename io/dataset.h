@@ -165,6 +165,14 @@ int dataset_write_tokens(const char *path, const void *train, long n_train, cons
  * validation split. One line, exit status 2, for a missing, empty or binary
  * file (a NUL byte). 0, or -1. */
 int dataset_import_text(char *const *files, int n_files, double val_fraction, const char *path);
+/* Imports token files as a file of tokens into path, uint16, vocab_size
+ * vocab, tokenizer "ids" (no text: tokens only): llm.c's shards (each
+ * header checked: magic 20240520, version 1, the token count the file's)
+ * or, with raw, nanoGPT's headerless uint16 files, their tokens one after
+ * another; the validation split val's (NULL: the last val_fraction). Each
+ * bad file one line naming it; nothing written then. 0, or -1. */
+int dataset_import_shards(char *const *files, int n_files, const char *val, int raw, int vocab,
+			  double val_fraction, const char *path);
 /* Converts IDX images (.gz or raw) [N, rows, cols] and labels into path,
  * x as [N, rows, cols, 1] (Fashion-MNIST: [N, 28, 28, 1]). 0 or -1. */
 int dataset_import_idx(const char *images, const char *labels, const char *path);

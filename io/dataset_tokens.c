@@ -4,7 +4,8 @@
  * that holds the vocabulary (uint8, uint16, else int32), with the
  * attributes vocab_size and tokenizer ("bytes": a token per byte). A row is
  * a window of T + 1 tokens: its inputs the first T, its labels the T after
- * each, read from the page cache as image rows are (dataset_stream.c). */
+ * each, read from the page cache as image rows are (dataset_stream.c). The
+ * importers that write them are tokens_import.c. */
 #include "dataset.h"
 #include "dataset_io.h"
 #include "check.h"
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 /* Each epoch's shift of the training windows. */
 #define RNG_STREAM_SHIFT (1ull << 62)
@@ -257,63 +257,4 @@ int dataset_write_tokens(const char *path, const void *train, long n_train, cons
 		return user_error("%s: cannot write data file: %s", path, strerror(err ? err : EIO));
 	}
 	return 0;
-}
-
-/* The bytes of path (gzip-compressed or plain) appended to *buf (*n of
- * *cap). 0, or -1 with a user_error (missing, empty, binary). */
-static int read_text(const char *path, uint8_t **buf, size_t *n, size_t *cap)
-{
-	gzFile f = gzopen(path, "rb");
-	if (!f)
-		return user_error("%s: cannot open text file: %s", path,
-				  strerror(errno ? errno : ENOENT));
-	size_t before = *n;
-	int got;
-	do {
-		if (*cap - *n < 1 << 16) {
-			size_t bigger = *cap * 2 + (1 << 20);
-			uint8_t *grown = xmalloc(bigger);
-			if (*n)
-				memcpy(grown, *buf, *n);
-			free(*buf);
-			*buf = grown;
-			*cap = bigger;
-		}
-		size_t room = *cap - *n;
-		got = gzread(f, *buf + *n, room > 1u << 30 ? 1u << 30 : (unsigned)room);
-		if (got > 0)
-			*n += (size_t)got;
-	} while (got > 0);
-	int err;
-	const char *msg = gzerror(f, &err);
-	gzclose(f);
-	if (got < 0 || (err != Z_OK && err != Z_BUF_ERROR))
-		return user_error("%s: cannot read text file: %s", path, msg);
-	if (*n == before)
-		return user_error("%s: the text file is empty", path);
-	uint8_t *nul = memchr(*buf + before, 0, *n - before);
-	if (nul)
-		return user_error("%s: byte %zu is NUL: a binary file, not text", path,
-				  (size_t)(nul - (*buf + before)));
-	return 0;
-}
-
-int dataset_import_text(char *const *files, int n_files, double val_fraction, const char *path)
-{
-	if (!(val_fraction >= 0 && val_fraction < 1))
-		return user_error("import: --val-fraction %g must be in [0, 1)", val_fraction);
-	uint8_t *buf = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	for (int i = 0; i < n_files && !rc; i++)
-		rc = read_text(files[i], &buf, &n, &cap);
-	long n_val = (long)((double)n * val_fraction);
-	if (!rc) {
-		log_info("import: %zu bytes of text from %d file%s, %ld of them the validation "
-			 "split, into %s", n, n_files, n_files == 1 ? "" : "s", n_val, path);
-		rc = dataset_write_tokens(path, buf, (long)n - n_val, buf + n - n_val, n_val, 1, 256,
-					  "bytes");
-	}
-	free(buf);
-	return rc;
 }

@@ -37,6 +37,10 @@ static void usage(FILE *f)
 		"  mtrain import --text FILE... --out FILE.h5 [--val-fraction X]\n"
 		"                                          text as byte tokens (the last X,\n"
 		"                                          default 0.1, for validation)\n"
+		"  mtrain import --llmc|--uint16 FILE... --out FILE.h5 [--vocab N]\n"
+		"                [--val FILE | --val-fraction X]\n"
+		"                                          llm.c's token shards, nanoGPT's\n"
+		"                                          uint16 .bin files\n"
 		"  mtrain inspect FILE.h5 [--json]         list a checkpoint's variables\n"
 		"  mtrain export FILE.h5 --out F.safetensors [--weights raw|ema]\n"
 		"                [--format safetensors|keras|keras-weights]\n"
@@ -84,24 +88,37 @@ static int parse_size(const char *text, int size[2])
 	return 0;
 }
 
-/* import --text FILE... --out F [--val-fraction X]: the files' bytes as
- * tokens. */
-static int import_text(int argc, char **argv, struct comm *c)
+/* import --text|--llmc|--uint16 FILE... --out F [--val FILE]
+ * [--val-fraction X] [--vocab N]: a file of tokens. */
+static int import_tokens(int argc, char **argv, struct comm *c)
 {
+	static const char *const kinds[3] = {"--text", "--llmc", "--uint16"};
 	char **files = xcalloc((size_t)argc, sizeof(char *));
-	const char *out = NULL, *frac = "0.1";
-	int n = 0;
+	const char *out = NULL, *frac = NULL, *val = NULL, *vocab = NULL;
+	int n = 0, kind = -1;
+	for (int i = 0; i < argc; i++) /* which import: the first of kinds named */
+		for (int k = 0; k < 3 && kind < 0; k++)
+			kind = strcmp(argv[i], kinds[k]) ? -1 : k;
 	for (int i = 0; i < argc && !user_error_pending(); i++) {
-		if (!strcmp(argv[i], "--text")) {
+		int k = 0;
+		while (k < 3 && strcmp(argv[i], kinds[k]))
+			k++;
+		if (k < 3 && k != kind) {
+			user_error("import: %s and %s are one import each", kinds[kind], kinds[k]);
+		} else if (k < 3) {
 			while (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
 				files[n++] = argv[++i];
 			continue;
 		}
 		const char **slot = !strcmp(argv[i], "--out")		 ? &out
 				    : !strcmp(argv[i], "--val-fraction") ? &frac
+				    : !strcmp(argv[i], "--val") && kind > 0 ? &val
+				    : !strcmp(argv[i], "--vocab") && kind > 0 ? &vocab
 									 : NULL;
-		if (!slot)
-			user_error("import --text: unexpected argument '%s' (see mtrain --help)",
+		if (user_error_pending())
+			;
+		else if (!slot)
+			user_error("import %s: unexpected argument '%s' (see mtrain --help)", kinds[kind],
 				   argv[i]);
 		else if (i + 1 == argc)
 			user_error("%s: missing value", argv[i]);
@@ -109,16 +126,25 @@ static int import_text(int argc, char **argv, struct comm *c)
 			*slot = argv[++i];
 	}
 	char *end;
-	double fraction = strtod(frac, &end);
+	double fraction = frac ? strtod(frac, &end) : kind == 0 || !val ? 0.1 : 0.0;
+	long words = vocab ? strtol(vocab, &end, 10) : kind == 1 ? 50257 : 0;
 	if (user_error_pending())
 		;
 	else if (!n)
-		user_error("import: --text needs at least one file");
+		user_error("import: %s needs at least one file", kinds[kind]);
 	else if (!out)
 		user_error("import: --out is required");
-	else if (end == frac || *end || !(fraction >= 0 && fraction < 1))
+	else if (frac && (end == frac || *end || !(fraction >= 0 && fraction < 1)))
 		user_error("import: --val-fraction '%s' is not a number in [0, 1)", frac);
-	else if (c->rank == 0 && dataset_import_text(files, n, fraction, out) == 0)
+	else if (kind == 2 && !vocab)
+		user_error("import --uint16: --vocab N is required (nanoGPT's meta.pkl says it: 65 "
+			   "for Shakespeare's characters, 50257 for GPT-2's tokens)");
+	else if (vocab && (end == vocab || *end || words < 2 || words > 65536))
+		user_error("import: --vocab '%s' is not a number from 2 to 65536", vocab);
+	else if (c->rank == 0 &&
+		 (kind == 0 ? dataset_import_text(files, n, fraction, out)
+			    : dataset_import_shards(files, n, val, kind == 2, (int)words, fraction,
+						    out)) == 0)
 		log_info("wrote %s", out);
 	free(files);
 	return comm_user_errors(c) ? EXIT_USER : 0;
@@ -127,8 +153,9 @@ static int import_text(int argc, char **argv, struct comm *c)
 static int cmd_import(int argc, char **argv, struct comm *c)
 {
 	for (int i = 0; i < argc; i++)
-		if (!strcmp(argv[i], "--text"))
-			return import_text(argc, argv, c);
+		if (!strcmp(argv[i], "--text") || !strcmp(argv[i], "--llmc") ||
+		    !strcmp(argv[i], "--uint16"))
+			return import_tokens(argc, argv, c);
 	const char *keys[5] = {"images", "labels", "out", "image-dir", "size"}, *vals[5] = {0};
 	int size[2];
 	if (!sub_args(argc, argv, keys, vals, 5)) {

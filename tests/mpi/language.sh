@@ -1,6 +1,7 @@
 # Language models' data (issue 36): `mtrain import --text` stores a text's
 # bytes as tokens exactly (plain or gzip), its last tenth the validation
-# split; bad text is one line, exit 2, nothing left. Token windows: on 1, 2
+# split; bad text is one line, exit 2, nothing left; llm.c's token shards
+# and nanoGPT's uint16 files import as written, a bad header one line. Token windows: on 1, 2
 # and 3 ranks every window of an epoch is trained on exactly once, the
 # global batches are the same on any rank count and across stops resumed on
 # other rank counts, and each epoch shifts the windows' boundaries (windows
@@ -37,11 +38,45 @@ h5dump -a tokenizer t.h5 | grep -q '"bytes"' || fail "tokenizer is not bytes"
 # Bad text: one line naming the file, exit 2, nothing written.
 : >empty.txt
 printf 'ab\0cd' >binary.txt
-expect_error "empty.txt: the text file is empty" "$MTRAIN" import --text empty.txt --out bad.h5
+expect_error "empty.txt: the file is empty" "$MTRAIN" import --text empty.txt --out bad.h5
 expect_error "binary.txt: byte 2 is NUL: a binary file" "$MTRAIN" import --text text.txt binary.txt --out bad.h5
-expect_error "missing.txt: cannot open text file" "$MTRAIN" import --text missing.txt --out bad.h5
+expect_error "missing.txt: cannot open" "$MTRAIN" import --text missing.txt --out bad.h5
 expect_error "--val-fraction '1.5' is not a number in \[0, 1\)" "$MTRAIN" import --text text.txt --out bad.h5 --val-fraction 1.5
 expect_error "--out is required" "$MTRAIN" import --text text.txt
+# llm.c's shards (a header of 256 int32: 20240520, 1, the count; uint16
+# tokens) and nanoGPT's raw uint16 files read as written; each bad header,
+# count or token one line.
+python3 - <<'PY'
+import random, struct
+r = random.Random(4)
+def shard(path, tokens, magic=20240520, version=1, count=None):
+    head = [magic, version, len(tokens) if count is None else count] + [0] * 253
+    open(path, "wb").write(struct.pack("<256i", *head) + struct.pack("<%dH" % len(tokens), *tokens))
+a = [r.randrange(500) for _ in range(3000)]
+b = [r.randrange(500) for _ in range(700)]
+shard("a.bin", a); shard("b.bin", b)
+open("a.u16", "wb").write(struct.pack("<%dH" % len(a), *a))
+open("want.u16", "wb").write(struct.pack("<%dH" % len(a), *a))
+shard("magic.bin", a, magic=7); shard("version.bin", a, version=2); shard("count.bin", a, count=2999)
+shard("big.bin", a[:-1] + [600])
+PY
+"$MTRAIN" import --llmc a.bin --val b.bin --vocab 512 --out shards.h5 >/dev/null
+"$MTRAIN" import --uint16 a.u16 --vocab 512 --val-fraction 0 --out raw.h5 >/dev/null
+h5dump -d tokens -b LE -o s.bin shards.h5 >/dev/null && cmp s.bin want.u16 || fail "llm.c's shard: not its tokens"
+h5dump -d tokens -b LE -o r.bin raw.h5 >/dev/null && cmp r.bin want.u16 || fail "a uint16 file: not its tokens"
+h5dump -d val_tokens -b LE -o v.bin shards.h5 >/dev/null && [ "$(stat -c %s v.bin)" = 1400 ] || fail "--val's tokens"
+h5dump -a vocab_size shards.h5 | grep -q "(0): 512" || fail "vocab_size is not --vocab"
+# uint16 tokens train (windows read 2 bytes a token) and evaluate on --val's.
+ranks 2 --device cpu --data shards.h5 --context 16 --batch 8 --steps 4 --ckpt-dir ck-shards \
+	--model 'embedding:8,posembed,[layernorm,attention:2:causal],dense' >log-shards ||
+	{ cat log-shards; fail "training on llm.c's shards"; }
+grep -qE "^eval step 4 .* ema_ppl" log-shards || { cat log-shards; fail "no evaluation of the shards' --val"; }
+expect_error "magic.bin: magic 7, not llm.c's 20240520" "$MTRAIN" import --llmc magic.bin --out bad.h5
+expect_error "version.bin: version 2; llm.c's token shards are version 1" "$MTRAIN" import --llmc version.bin --out bad.h5
+expect_error "count.bin: its header says 2999 tokens, the file holds 6000 bytes" "$MTRAIN" import --llmc count.bin --out bad.h5
+expect_error "big.bin: token 2999 is 600, not below --vocab 512" "$MTRAIN" import --llmc big.bin --vocab 512 --out bad.h5
+expect_error "--vocab N is required" "$MTRAIN" import --uint16 a.u16 --out bad.h5
+expect_error "--text and --llmc are one import each" "$MTRAIN" import --text text.txt --llmc a.bin --out bad.h5
 [ -z "$(ls bad.h5* 2>/dev/null)" ] || fail "a refused import left $(ls bad.h5*)"
 
 # --- windows: exactly once an epoch, the same global batches on any rank count ---
