@@ -61,6 +61,9 @@ static void load_move(void *arg, struct sandbox_pipe *p)
 		sandbox_move(p, &d->split, sizeof(d->split));
 		sandbox_move(p, &d->n_tokens, sizeof(d->n_tokens));
 		sandbox_move(p, d->tokenizer, sizeof(d->tokenizer));
+		sandbox_move(p, &d->text_bytes, sizeof(d->text_bytes));
+		sandbox_move(p, &d->model_at, sizeof(d->model_at));
+		sandbox_move(p, &d->model_len, sizeof(d->model_len));
 		sandbox_move(p, &d->x_bytes, sizeof(d->x_bytes));
 		sandbox_move(p, &d->x_at, sizeof(d->x_at));
 		sandbox_move(p, &d->y_at, sizeof(d->y_at));
@@ -80,7 +83,8 @@ static void load_move(void *arg, struct sandbox_pipe *p)
 		if (d->streamed)
 			p->failed |= d->x_bytes != bytes || d->x_at < -1 || d->y_at < -1 ||
 				      d->classes < 0 || d->classes > DATASET_MAX_CLASSES ||
-				      (d->tokens && (d->x_at < 0 || d->n_tokens != d->n_total));
+				      (d->tokens && (d->x_at < 0 || d->n_tokens != d->n_total ||
+						     d->model_at < -1 || d->model_len < 0));
 		d->tokenizer[sizeof(d->tokenizer) - 1] = 0;
 		if (p->failed || d->streamed)
 			return;

@@ -53,7 +53,21 @@ struct dataset {
 	int window;          /* T: a row is T token ids (as floats) and its
 			      * labels the T tokens after each (the next-token
 			      * targets); 0 before dataset_set_window */
-	char tokenizer[16];  /* e.g. "bytes" */
+	char tokenizer[16];  /* "bytes", "sentencepiece" or "ids" (tokens only) */
+	long long text_bytes; /* the split's text in bytes (bits per byte), 0:
+			       * unknown */
+	long long model_at;  /* sentencepiece: its serialized model's bytes in
+			      * the file ("tokenizer_model", stored whole), else -1 */
+	long model_len;
+};
+
+/* What a file of tokens says besides its tokens (dataset_write_tokens). */
+struct tokens_meta {
+	const char *tokenizer;  /* "bytes", "sentencepiece", "ids" */
+	const void *model;      /* sentencepiece: its serialized model, else NULL */
+	size_t model_len;
+	long long bytes[2];     /* the text's bytes of the training and validation
+				 * splits; 0 where there is no text */
 };
 
 enum { DATASET_TRAIN, DATASET_EVAL };
@@ -147,6 +161,9 @@ static inline int dataset_labels(const struct dataset *d) { return d->window > 0
  * once). Rows [part*W/parts, (part+1)*W/parts) are held. 0, or -1 with a
  * user_error when the split has no window of T + 1 tokens. */
 int dataset_set_window(struct dataset *d, int window, int part, int parts);
+/* A sentencepiece file's serialized model (malloc'd, *len bytes), read
+ * from the file opened (d->model_at), or NULL with why. */
+void *dataset_tokenizer_model(const struct dataset *d, size_t *len, char *why);
 /* The first token of training's windows in epoch under seed: in [0, T). */
 long dataset_window_shift(uint64_t seed, long epoch, int window);
 /* dataset_read_rows for a file of tokens with its windows shifted by shift
@@ -156,15 +173,20 @@ int dataset_read_windows(const struct dataset *d, const uint32_t *idx, int rows,
 			 float *x, int32_t *y, char *why);
 /* Writes a file of tokens: train (n_train) and, when n_val > 0, val (n_val)
  * as "tokens" and "val_tokens", bytes each (1, 2 or 4: the narrowest that
- * holds vocab ids), with attributes vocab_size and tokenizer, under a
- * temporary name renamed into place. 0, or -1 (user_error; nothing left). */
+ * holds vocab ids), with attributes vocab_size, tokenizer, bytes and
+ * val_bytes, and meta's model as "tokenizer_model", under a temporary name
+ * renamed into place. 0, or -1 (user_error; nothing left). */
 int dataset_write_tokens(const char *path, const void *train, long n_train, const void *val,
-			 long n_val, int bytes, int vocab, const char *tokenizer);
-/* Imports text files (their bytes, one after another) as tokens of the
- * byte tokenizer (vocab 256) into path, the last val_fraction of them the
- * validation split. One line, exit status 2, for a missing, empty or binary
- * file (a NUL byte). 0, or -1. */
-int dataset_import_text(char *const *files, int n_files, double val_fraction, const char *path);
+			 long n_val, int bytes, int vocab, const struct tokens_meta *meta);
+/* Imports text files (their bytes, one after another), the last
+ * val_fraction of them the validation split, into path: as tokens of the
+ * byte tokenizer (vocab 256) with bpe 0, else as SentencePiece's BPE of bpe
+ * pieces trained on the training split's text (deterministic), its model
+ * stored in the file. One line, exit status 2, for a missing, empty or
+ * binary file (a NUL byte), or a vocabulary that cannot be trained. 0, or
+ * -1. */
+int dataset_import_text(char *const *files, int n_files, double val_fraction, int bpe,
+			const char *path);
 /* Imports token files as a file of tokens into path, uint16, vocab_size
  * vocab, tokenizer "ids" (no text: tokens only): llm.c's shards (each
  * header checked: magic 20240520, version 1, the token count the file's)

@@ -289,7 +289,8 @@ int dataset_open_split(struct dataset *d, const char *path, int split, int windo
 	double cells = (double)d->n_total * d->dim;
 	if (d->tokens) { /* stored whole (the child checked), read as windows */
 		if (within(d, d->split == DATASET_EVAL ? "val_tokens" : "tokens", d->x_at,
-			   cells * d->x_bytes)) {
+			   cells * d->x_bytes) ||
+		    within(d, "tokenizer_model", d->model_at, (double)d->model_len)) {
 			dataset_free(d);
 			return -1;
 		}

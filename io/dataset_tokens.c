@@ -8,6 +8,7 @@
  * importers that write them are tokens_import.c. */
 #include "dataset.h"
 #include "dataset_io.h"
+#include "h5attr.h"
 #include "check.h"
 #include "log.h"
 #include "rng.h"
@@ -23,41 +24,59 @@
 /* Each epoch's shift of the training windows. */
 #define RNG_STREAM_SHIFT (1ull << 62)
 
-/* vocab_size at most this: ids are exact in a float (the rows' inputs). */
-#define TOKENS_MAX_VOCAB (1 << 24)
+/* vocab_size at most this: the classes any data may have. */
+#define TOKENS_MAX_VOCAB DATASET_MAX_CLASSES
 
-/* The integer attribute name of the file, or -1 when it has none. */
+/* The integer attribute name of the file, or -1 when it has none (or
+ * not one integer: h5attr.h). */
 static long long int_attr(hid_t file, const char *name)
 {
-	long long v = -1;
-	if (H5Aexists(file, name) <= 0)
-		return -1;
-	hid_t a = H5Aopen(file, name, H5P_DEFAULT);
-	if (a < 0 || H5Aread(a, H5T_NATIVE_LLONG, &v) < 0)
-		v = -1;
-	if (a >= 0)
-		H5Aclose(a);
-	return v;
+	int64_t v;
+	return h5attr_get_i64(file, name, &v) ? -1 : (long long)v;
 }
 
 /* The string attribute tokenizer into buf, "" when absent or unreadable. */
 static void tokenizer_attr(hid_t file, char *buf, size_t len)
 {
-	buf[0] = 0;
-	if (H5Aexists(file, "tokenizer") <= 0)
-		return;
-	hid_t a = H5Aopen(file, "tokenizer", H5P_DEFAULT);
-	hid_t t = a < 0 ? -1 : H5Aget_type(a);
-	if (t >= 0 && H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t) &&
-	    H5Tget_size(t) < len) {
-		memset(buf, 0, len);
-		if (H5Aread(a, t, buf) < 0)
-			buf[0] = 0;
-	}
-	if (t >= 0)
-		H5Tclose(t);
-	if (a >= 0)
-		H5Aclose(a);
+	char *s = h5attr_get_str(file, "tokenizer");
+	snprintf(buf, len, "%s", s ? s : "");
+	free(s);
+}
+
+/* Where a sentencepiece file's model lies ("tokenizer_model", uint8,
+ * stored whole): d->model_at, d->model_len; -1 and 0 for other tokenizers.
+ * 0, or -1 with a user_error. */
+static int model_layout(struct dataset *d, hid_t file)
+{
+	d->model_at = -1;
+	d->model_len = 0;
+	if (strcmp(d->tokenizer, "sentencepiece"))
+		return 0;
+	hid_t ds = H5Lexists(file, "tokenizer_model", H5P_DEFAULT) > 0
+			   ? H5Dopen2(file, "tokenizer_model", H5P_DEFAULT)
+			   : -1;
+	hid_t type = ds < 0 ? -1 : H5Dget_type(ds), space = ds < 0 ? -1 : H5Dget_space(ds);
+	hid_t dcpl = ds < 0 ? -1 : H5Dget_create_plist(ds);
+	hsize_t n = 0;
+	int ok = ds >= 0 && H5Tequal(type, H5T_NATIVE_UINT8) > 0 &&
+		 H5Sget_simple_extent_ndims(space) == 1 &&
+		 H5Sget_simple_extent_dims(space, &n, NULL) == 1 && n > 0 && n < (1u << 30) &&
+		 H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0;
+	haddr_t at = ok ? H5Dget_offset(ds) : HADDR_UNDEF;
+	if (dcpl >= 0)
+		H5Pclose(dcpl);
+	if (space >= 0)
+		H5Sclose(space);
+	if (type >= 0)
+		H5Tclose(type);
+	if (ds >= 0)
+		H5Dclose(ds);
+	if (!ok || at == HADDR_UNDEF || at > (haddr_t)LLONG_MAX)
+		return user_error("%s: tokenizer sentencepiece, but no 'tokenizer_model' (its "
+				  "serialized model as uint8, stored whole)", d->path);
+	d->model_at = (long long)at;
+	d->model_len = (long)n;
+	return 0;
 }
 
 int dataset_tokens_layout(struct dataset *d, int64_t file, int part, int parts)
@@ -94,6 +113,9 @@ int dataset_tokens_layout(struct dataset *d, int64_t file, int part, int parts)
 	else if (!whole || at == HADDR_UNDEF || at > (haddr_t)LLONG_MAX)
 		user_error("%s: '%s' must be stored whole, uncompressed (h5repack -l CONTIG %s "
 			   "OUT.h5)", d->path, name, d->path);
+	else if (vocab < 0)
+		user_error("%s: no attribute vocab_size (one integer: the token ids' range)",
+			   d->path);
 	else if (vocab < 2 || vocab > TOKENS_MAX_VOCAB || (bytes < 4 && vocab > 1ll << 8 * bytes))
 		user_error("%s: attribute vocab_size %lld must be 2 to %d (and fit '%s''s type)",
 			   d->path, vocab, TOKENS_MAX_VOCAB, name);
@@ -114,6 +136,9 @@ int dataset_tokens_layout(struct dataset *d, int64_t file, int part, int parts)
 		d->x_at = (long long)at;
 		d->y_at = -1;
 		tokenizer_attr(file, d->tokenizer, sizeof(d->tokenizer));
+		d->text_bytes = int_attr(file, d->split == DATASET_EVAL ? "val_bytes" : "bytes");
+		d->text_bytes = d->text_bytes > 0 ? d->text_bytes : 0;
+		rc = model_layout(d, file);
 	}
 	H5Tclose(type);
 	H5Sclose(space);
@@ -128,10 +153,14 @@ int dataset_set_window(struct dataset *d, int window, int part, int parts)
 	 * last target. */
 	long room = d->split == DATASET_EVAL ? 1 : window;
 	long windows = window > 0 && d->n_tokens >= room ? (d->n_tokens - room) / window : 0;
-	if (window < 1 || windows < 1) {
+	if (window < 1 || windows < 1 || windows > INT32_MAX) {
 		if (window < 1)
 			user_error("%s: a file of tokens needs --context T, the tokens a row holds",
 				   d->path);
+		else if (windows > INT32_MAX) /* a window's id is 32 bits (the order's) */
+			user_error("%s: '%s' makes %ld windows of --context %d; mtrain takes at most "
+				   "%d: a longer context, or the file in parts", d->path, name,
+				   windows, window, INT32_MAX);
 		else
 			user_error("%s: '%s' holds %ld tokens, too few for one window of --context "
 				   "%d (%ld needed)", d->path, name, d->n_tokens, window,
@@ -147,6 +176,23 @@ int dataset_set_window(struct dataset *d, int window, int part, int parts)
 	d->shape[0] = d->shape[1] = 1;
 	d->shape[2] = window;
 	return 0;
+}
+
+void *dataset_tokenizer_model(const struct dataset *d, size_t *len, char *why)
+{
+	if (d->model_at < 0 || d->model_len <= 0) {
+		snprintf(why, DATASET_WHY_LEN, "%s: no tokenizer model (tokenizer '%s')", d->path,
+			 d->tokenizer);
+		return NULL;
+	}
+	void *model = xmalloc((size_t)d->model_len);
+	if (dataset_read_at(d, d->model_at, model, (size_t)d->model_len, "tokenizer_model", 0, 1,
+			    why)) {
+		free(model);
+		return NULL;
+	}
+	*len = (size_t)d->model_len;
+	return model;
 }
 
 long dataset_window_shift(uint64_t seed, long epoch, int window)
@@ -202,7 +248,8 @@ int dataset_read_windows(const struct dataset *d, const uint32_t *idx, int rows,
 	return rc || dataset_unchanged(d, why) ? -1 : 0;
 }
 
-/* Writes dataset name [n] of bytes-wide ids. 0 or -1. */
+/* Writes dataset name [n] of bytes-wide values (ids; bytes 1: uint8). 0
+ * or -1. */
 static int write_split(hid_t file, const char *name, const void *ids, long n, int bytes)
 {
 	hid_t type = bytes == 1 ? H5T_NATIVE_UINT8 : bytes == 2 ? H5T_NATIVE_UINT16 : H5T_NATIVE_INT32;
@@ -216,23 +263,20 @@ static int write_split(hid_t file, const char *name, const void *ids, long n, in
 	return H5Dclose(ds) < 0 ? -1 : rc;
 }
 
-/* The file's attributes vocab_size and tokenizer. 0 or -1. */
-static int write_attrs(hid_t file, int vocab, const char *tokenizer)
+/* The file's attributes vocab_size, tokenizer, bytes and val_bytes. 0 or
+ * -1. */
+static int write_attrs(hid_t file, int vocab, const struct tokens_meta *meta)
 {
-	hid_t as = H5Screate(H5S_SCALAR);
-	hid_t a = H5Acreate2(file, "vocab_size", H5T_NATIVE_INT, as, H5P_DEFAULT, H5P_DEFAULT);
-	int rc = a < 0 || H5Awrite(a, H5T_NATIVE_INT, &vocab) < 0 || H5Aclose(a) < 0 ? -1 : 0;
-	hid_t t = H5Tcopy(H5T_C_S1);
-	H5Tset_size(t, strlen(tokenizer) + 1);
-	a = rc ? -1 : H5Acreate2(file, "tokenizer", t, as, H5P_DEFAULT, H5P_DEFAULT);
-	rc = rc || a < 0 || H5Awrite(a, t, tokenizer) < 0 || H5Aclose(a) < 0 ? -1 : 0;
-	H5Tclose(t);
-	H5Sclose(as);
-	return rc;
+	static const char *const names[2] = {"bytes", "val_bytes"};
+	int rc = h5attr_put_i64(file, "vocab_size", vocab) ||
+		 h5attr_put_str(file, "tokenizer", meta->tokenizer);
+	for (int i = 0; i < 2 && !rc && meta->bytes[i] > 0; i++)
+		rc = h5attr_put_i64(file, names[i], meta->bytes[i]);
+	return rc ? -1 : 0;
 }
 
 int dataset_write_tokens(const char *path, const void *train, long n_train, const void *val,
-			 long n_val, int bytes, int vocab, const char *tokenizer)
+			 long n_val, int bytes, int vocab, const struct tokens_meta *meta)
 {
 	char tmp[FILE_PATH_LEN];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
@@ -245,8 +289,10 @@ int dataset_write_tokens(const char *path, const void *train, long n_train, cons
 	int rc = write_split(file, "tokens", train, n_train, bytes);
 	if (!rc && n_val > 0)
 		rc = write_split(file, "val_tokens", val, n_val, bytes);
+	if (!rc && meta->model)
+		rc = write_split(file, "tokenizer_model", meta->model, (long)meta->model_len, 1);
 	if (!rc)
-		rc = write_attrs(file, vocab, tokenizer);
+		rc = write_attrs(file, vocab, meta);
 	int err = errno;
 	if (H5Fclose(file) < 0)
 		rc = -1;

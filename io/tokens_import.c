@@ -5,6 +5,7 @@
 #include "dataset.h"
 #include "check.h"
 #include "log.h"
+#include "sp_tokenizer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,17 +35,20 @@ static void room(uint8_t **buf, size_t n, size_t *cap, size_t more)
  * user_error (missing, unreadable, empty). */
 static int read_file(const char *path, uint8_t **buf, size_t *n, size_t *cap, int raw)
 {
-	gzFile f = gzopen(path, "rb");
-	if (!f)
+	/* zlib reads a plain file as it is, but takes one that begins as gzip
+	 * does (1f 8b: a uint16 token 35615) for gzip: raw files by stdio. */
+	gzFile f = raw ? NULL : gzopen(path, "rb");
+	FILE *plain = raw ? fopen(path, "rb") : NULL;
+	if (!f && !plain)
 		return user_error("%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
-	if (raw)
-		gzdirect(f);
 	size_t before = *n, shown = *n / PROGRESS_BYTES;
-	int got;
+	long got;
 	do {
 		room(buf, *n, cap, 1 << 16);
 		size_t space = *cap - *n;
-		got = gzread(f, *buf + *n, space > 1u << 30 ? 1u << 30 : (unsigned)space);
+		space = space > 1u << 30 ? 1u << 30 : space;
+		got = plain ? (long)fread(*buf + *n, 1, space, plain)
+			    : gzread(f, *buf + *n, (unsigned)space);
 		if (got > 0)
 			*n += (size_t)got;
 		if (*n / PROGRESS_BYTES > shown) {
@@ -52,10 +56,14 @@ static int read_file(const char *path, uint8_t **buf, size_t *n, size_t *cap, in
 			log_info("import: %zu MiB read", *n >> 20);
 		}
 	} while (got > 0);
-	int err;
-	const char *msg = gzerror(f, &err);
-	gzclose(f);
-	if (got < 0 || (err != Z_OK && err != Z_BUF_ERROR))
+	int err = Z_OK;
+	const char *msg = plain ? strerror(EIO) : gzerror(f, &err);
+	int bad = plain ? ferror(plain) : got < 0 || (err != Z_OK && err != Z_BUF_ERROR);
+	if (plain)
+		fclose(plain);
+	else
+		gzclose(f);
+	if (bad)
 		return user_error("%s: cannot read: %s", path, msg);
 	if (*n == before)
 		return user_error("%s: the file is empty", path);
@@ -75,7 +83,71 @@ static int read_text(const char *path, uint8_t **buf, size_t *n, size_t *cap)
 	return 0;
 }
 
-int dataset_import_text(char *const *files, int n_files, double val_fraction, const char *path)
+/* text (n bytes, the last n_val the validation split) as SentencePiece's
+ * BPE of vocab pieces trained on the training split, into path. 0, or -1
+ * with a user_error. */
+/* The offset of text's first byte that is not UTF-8 (an overlong, cut or
+ * stray sequence), or n when it is all UTF-8. */
+static size_t utf8_bad(const uint8_t *text, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint8_t c = text[i];
+		int more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 1 : (c & 0xf0) == 0xe0 ? 2
+			 : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 3 : -1;
+		if (more < 0 || i + (size_t)more >= n + (more == 0))
+			return i;
+		for (int k = 1; k <= more; k++)
+			if ((text[i + k] & 0xc0) != 0x80)
+				return i;
+		i += (size_t)more + 1;
+	}
+	return n;
+}
+
+static int write_bpe(const char *path, const uint8_t *text, size_t n, size_t n_val, int vocab)
+{
+	size_t bad = utf8_bad(text, n);
+	if (bad < n) /* SentencePiece would take it for U+FFFD: no way back */
+		return user_error("import: --tokenizer bpe:%d: byte %zu of the text is not UTF-8 "
+				  "(the byte tokenizer takes any bytes)", vocab, bad);
+	char why[256];
+	void *model = NULL;
+	size_t model_len = 0, counts[2] = {0, 0};
+	int32_t *ids[2] = {NULL, NULL};
+	struct sp_tokenizer *t = NULL;
+	log_info("import: training BPE of %d pieces on %zu bytes (SentencePiece)", vocab, n - n_val);
+	int rc = sp_train_bpe((const char *)text, n - n_val, vocab, &model, &model_len, why,
+			      sizeof(why));
+	if (rc)
+		user_error("import: --tokenizer bpe:%d: SentencePiece cannot train it: %s", vocab, why);
+	else if (!(t = sp_open(model, model_len, why, sizeof(why))))
+		rc = user_error("import: the trained model does not load: %s", why);
+	for (int s = 0; s < 2 && !rc; s++) /* each split's text, its own tokens */
+		if (sp_encode(t, (const char *)text + (s ? n - n_val : 0), s ? n_val : n - n_val,
+			      &ids[s], &counts[s]))
+			rc = user_error("import: SentencePiece cannot encode the text");
+	if (!rc) {
+		int width = vocab <= 65536 ? 2 : 4;
+		for (int s = 0; s < 2 && width == 2; s++) /* to uint16 in place */
+			for (size_t i = 0; i < counts[s]; i++)
+				((uint16_t *)(void *)ids[s])[i] = (uint16_t)ids[s][i];
+		const struct tokens_meta meta = {"sentencepiece", model, model_len,
+						 {(long long)(n - n_val), (long long)n_val}};
+		log_info("import: %zu and %zu tokens (%.2f bytes a token)", counts[0], counts[1],
+			 counts[0] ? (double)(n - n_val) / (double)counts[0] : 0.0);
+		rc = dataset_write_tokens(path, ids[0], (long)counts[0], ids[1], (long)counts[1], width,
+					  sp_vocab(t), &meta);
+	}
+	if (t)
+		sp_close(t);
+	free(model);
+	free(ids[0]);
+	free(ids[1]);
+	return rc;
+}
+
+int dataset_import_text(char *const *files, int n_files, double val_fraction, int bpe,
+			const char *path)
 {
 	if (!(val_fraction >= 0 && val_fraction < 1))
 		return user_error("import: --val-fraction %g must be in [0, 1)", val_fraction);
@@ -88,8 +160,10 @@ int dataset_import_text(char *const *files, int n_files, double val_fraction, co
 	if (!rc) {
 		log_info("import: %zu bytes of text from %d file%s, %ld of them the validation "
 			 "split, into %s", n, n_files, n_files == 1 ? "" : "s", n_val, path);
-		rc = dataset_write_tokens(path, buf, (long)n - n_val, buf + n - n_val, n_val, 1, 256,
-					  "bytes");
+		const struct tokens_meta meta = {"bytes", NULL, 0, {(long long)n - n_val, n_val}};
+		rc = bpe ? write_bpe(path, buf, n, (size_t)n_val, bpe)
+			 : dataset_write_tokens(path, buf, (long)n - n_val, buf + n - n_val, n_val, 1,
+						256, &meta);
 	}
 	free(buf);
 	return rc;
@@ -160,9 +234,10 @@ int dataset_import_shards(char *const *files, int n_files, const char *val, int 
 		log_info("import: %ld tokens of %s from %d file%s, %ld tokens the validation split%s, "
 			 "into %s", tokens, raw ? "uint16" : "llm.c shards", n_files,
 			 n_files == 1 ? "" : "s", n_val, val ? " (--val)" : "", path);
-		rc = val ? dataset_write_tokens(path, ids, tokens, vbuf, n_val, 2, vocab, "ids")
+		const struct tokens_meta meta = {.tokenizer = "ids"};
+		rc = val ? dataset_write_tokens(path, ids, tokens, vbuf, n_val, 2, vocab, &meta)
 			 : dataset_write_tokens(path, ids, tokens - n_val, ids + tokens - n_val, n_val,
-						2, vocab, "ids");
+						2, vocab, &meta);
 	}
 	free(buf);
 	free(vbuf);

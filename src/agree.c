@@ -151,7 +151,11 @@ int agree_load_data(struct config *cfg, struct comm *c, struct dataset *train,
 		char ours[64], theirs[64];
 		dataset_row_text(eval, ours, sizeof(ours));
 		dataset_row_text(train, theirs, sizeof(theirs));
-		if (eval->dim != train->dim)
+		if (eval->tokens != train->tokens)
+			user_error("%s: %s, but the training set %s %s", cfg->eval_data,
+				   eval->tokens ? "a file of tokens" : "rows with one label each",
+				   cfg->data, train->tokens ? "is a file of tokens" : "has one label a row");
+		else if (eval->dim != train->dim)
 			user_error("%s: inputs have %d features but the training set %s has %d",
 				   cfg->eval_data, eval->dim, cfg->data, train->dim);
 		else if (strcmp(ours, theirs))
@@ -172,6 +176,10 @@ int agree_load_data(struct config *cfg, struct comm *c, struct dataset *train,
 		else if (cfg->batch < c->size)
 			user_error("--batch %d is smaller than the number of ranks (%d): every "
 				   "rank needs at least one row", cfg->batch, c->size);
+		else if (cfg->accumulate > 1 && cfg->sync_bn)
+			user_error("--sync-bn with --accumulate %d: batch norm's global statistics "
+				   "are the whole batch's, which no micro-batch sees; use one of them",
+				   cfg->accumulate);
 		else if (cfg->batch / c->size < cfg->accumulate)
 			user_error("--accumulate %d: a rank's share of --batch %d over %d rank%s is "
 				   "%d rows, fewer than its micro-batches (each needs a row)",

@@ -51,7 +51,7 @@ static void import_jargon(const char *dir, const char *out)
 	else if (mkdir(dir, 0777) && errno != EEXIST)
 		user_error("%s: cannot create the data cache folder: %s", dir, strerror(errno));
 	else
-		dataset_import_text(text, 1, 0.1, out);
+		dataset_import_text(text, 1, 0.1, 0, out);
 }
 
 int default_data_prepare(struct config *cfg, struct comm *c)

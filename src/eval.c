@@ -74,12 +74,24 @@ int eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
 		comm_user_errors(c); /* the line, once */
 		return -1;
 	}
-	char tokens[96] = "";
-	if (m->targets > 1) { /* perplexity; bits per byte where a token is a byte */
-		int used = snprintf(tokens, sizeof(tokens), " ema_ppl %.3f", exp(avg[0]));
-		if (!strcmp(ev->data->tokenizer, "bytes"))
-			snprintf(tokens + used, sizeof(tokens) - (size_t)used, " ema_bpb %.4f",
-				 avg[0] / M_LN2);
+	/* A language model's perplexity, and bits per byte where the text's
+	 * bytes are known: in the line, TensorBoard and the metrics. */
+	char tokens[96] = "", extra[128] = "", n[6][32];
+	if (m->targets > 1) {
+		const struct dataset *d = ev->data;
+		double per_byte = d->text_bytes > 0 ? (double)d->n_tokens / (double)d->text_bytes
+				  : !strcmp(d->tokenizer, "bytes") ? 1.0 : 0.0;
+		double ppl = exp(avg[0]), bpb = avg[0] * per_byte / M_LN2;
+		int used = snprintf(tokens, sizeof(tokens), " ema_ppl %.3f", ppl);
+		tensorboard_scalar("eval/ema_ppl", step, ppl);
+		used = snprintf(extra, sizeof(extra), ",\"ema_ppl\":%s", json_num(ppl, n[4], 32));
+		if (per_byte > 0) {
+			snprintf(tokens + strlen(tokens), sizeof(tokens) - strlen(tokens),
+				 " ema_bpb %.4f", bpb);
+			tensorboard_scalar("eval/ema_bpb", step, bpb);
+			snprintf(extra + used, sizeof(extra) - (size_t)used, ",\"ema_bpb\":%s",
+				 json_num(bpb, n[5], 32));
+		}
 	}
 	log_info("eval step %ld epoch %ld raw_loss %.4f raw_acc %.4f ema_loss %.4f ema_acc %.4f%s",
 		 step, epoch, raw[0], raw[1], avg[0], avg[1], tokens);
@@ -88,11 +100,10 @@ int eval_report(struct evaluator *ev, struct model *m, struct ema *e, long step,
 	for (int i = 0; i < 4; i++)
 		tensorboard_scalar(tags[i], step, values[i]);
 	tensorboard_flush();
-	char n[4][32];
 	metrics_write("{\"event\":\"eval\",\"step\":%ld,\"epoch\":%ld,\"raw_loss\":%s,"
-		      "\"raw_acc\":%s,\"ema_loss\":%s,\"ema_acc\":%s}",
+		      "\"raw_acc\":%s,\"ema_loss\":%s,\"ema_acc\":%s%s}",
 		      step, epoch, json_num(raw[0], n[0], 32), json_num(raw[1], n[1], 32),
-		      json_num(avg[0], n[2], 32), json_num(avg[1], n[3], 32));
+		      json_num(avg[0], n[2], 32), json_num(avg[1], n[3], 32), extra);
 	return 0;
 }
 
@@ -125,7 +136,9 @@ static int data_load(const char *ckpt, const struct config *cfg, const char *pat
 		     const int dims[2], struct dataset *d, struct comm *c)
 {
 	if (!path[0] || !strcmp(path, "none"))
-		user_error("%s: the checkpoint names no eval data; pass --eval-data FILE", ckpt);
+		user_error("%s: the checkpoint names no %s; pass %s FILE", ckpt,
+			   split == DATASET_EVAL ? "eval data" : "data",
+			   split == DATASET_EVAL ? "--eval-data" : "--data");
 	else if (dataset_open_split(d, path, split, cfg->context, c->rank, c->size) == 0) {
 		if (d->dim != dims[0])
 			user_error("%s: inputs have %d features; the checkpoint's model takes %d",
@@ -157,8 +170,9 @@ int ckpt_model_open(struct ckpt_model *cm, const char *ckpt, const char *data, i
 	if (data_load(ckpt, cfg, path, split, cm->dims, &cm->data, c) == 0 &&
 	    model_input_shape(cfg, path, cm->data.shape, in) == 0 &&
 	    model_specs(cfg, spec, &n_spec) == 0)
-		model_plan_vocab(&cm->model, spec, n_spec, in, cm->dims[1],
-				 cm->data.tokens ? cm->dims[1] : 0, cfg->seed);
+		if (model_plan_vocab(&cm->model, spec, n_spec, in, cm->dims[1],
+				     cm->data.tokens ? cm->dims[1] : 0, cfg->seed) == 0)
+			model_check_targets(&cm->model, dataset_labels(&cm->data), path);
 	if (comm_user_errors(c)) {
 		dataset_free(&cm->data);
 		backend_unselect(cm->be, c);

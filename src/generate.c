@@ -9,6 +9,7 @@
 #include "eval.h"
 #include "log.h"
 #include "rng.h"
+#include "sp_tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -57,9 +58,13 @@ static int check_model(const struct model *m, const struct dataset *d, const cha
 	if (!d->tokens || m->targets < 2)
 		return user_error("%s: not a language model (its data %s is not a file of tokens, or "
 				  "it does not predict every token's next one)", ckpt, d->path);
-	if (strcmp(d->tokenizer, "bytes"))
-		return user_error("%s: tokenizer '%s': generate reads and writes the byte "
-				  "tokenizer's text only", d->path, d->tokenizer);
+	if (!strcmp(d->tokenizer, "bytes") && m->classes != 256)
+		return user_error("%s: tokenizer bytes, but the model has %d classes, not 256",
+				  d->path, m->classes);
+	if (strcmp(d->tokenizer, "bytes") && strcmp(d->tokenizer, "sentencepiece"))
+		return user_error("%s: tokenizer '%s': tokens without text (generate reads and "
+				  "writes text of the bytes or sentencepiece tokenizers)", d->path,
+				  d->tokenizer);
 	for (int i = 0; i < m->n_layers; i++)
 		if (layer_token_ok(&m->layer[i], why, sizeof(why)))
 			return user_error("%s: layer %d (%s) %s", ckpt, i + 1,
@@ -119,16 +124,20 @@ static void run_token(struct model *m, const int32_t *ids, int t, float *host)
 	be->copy_out(be, host, last->y + (size_t)t * m->classes, sizeof(float) * m->classes);
 }
 
-/* Generates o->tokens after the prompt with m, printing each byte. */
-static void generate(struct model *m, const struct gen_opts *o)
+/* Generates o->tokens after the prompt (its tokens: prompt, n_prompt)
+ * with m, printing the text: each byte as it comes, or with sp the
+ * continuation's tokens decoded at the end. */
+static void generate(struct model *m, const struct gen_opts *o, const int32_t *prompt,
+		     size_t n_prompt, const struct sp_tokenizer *sp)
 {
 	int T = m->in_dim, V = m->classes, n = 0;
 	int32_t *ids = xmalloc(sizeof(int32_t) * (size_t)T);
+	int32_t *made = xmalloc(sizeof(int32_t) * (size_t)(o->tokens > 0 ? o->tokens : 1));
 	float *logits = xmalloc(sizeof(float) * (size_t)V);
 	double *p = xmalloc(sizeof(double) * (size_t)V);
-	size_t len = strlen(o->prompt), skip = len > (size_t)T ? len - (size_t)T : 0;
-	for (size_t i = skip; i < len; i++) /* the prompt's last T bytes */
-		ids[n++] = (unsigned char)o->prompt[i];
+	size_t skip = n_prompt > (size_t)T ? n_prompt - (size_t)T : 0;
+	for (size_t i = skip; i < n_prompt; i++) /* the prompt's last T tokens */
+		ids[n++] = prompt[i];
 	fputs(o->prompt, stdout);
 	struct rng r;
 	rng_init(&r, o->seed, RNG_STREAM_SAMPLE);
@@ -136,11 +145,14 @@ static void generate(struct model *m, const struct gen_opts *o)
 	double t0 = log_now();
 	for (int t = 0; t < n - 1; t++)
 		run_token(m, ids, t, logits);
-	for (long made = 0; made < o->tokens; made++) {
+	long made_n = 0;
+	while (made_n < o->tokens) {
 		run_token(m, ids, n - 1, logits);
 		int next = sample(logits, V, o, &r, p);
-		putchar(next);
-		if (next == '\n')
+		made[made_n++] = next;
+		if (!sp)
+			putchar(next);
+		if (!sp && next == '\n')
 			fflush(stdout);
 		if (n == T) { /* full: its last T/2 tokens run again from the start */
 			int keep = T / 2;
@@ -151,17 +163,61 @@ static void generate(struct model *m, const struct gen_opts *o)
 		}
 		ids[n++] = next;
 	}
+	double dt = log_now() - t0;
+	size_t len = 0;
+	char *text = sp ? sp_decode(sp, made, (size_t)made_n, &len) : NULL;
+	if (text)
+		fwrite(text, 1, len, stdout);
+	free(text);
 	putchar('\n');
 	fflush(stdout);
-	double dt = log_now() - t0;
 	model_decode_end(m, apart);
 	/* stderr: stdout is the text alone */
 	fprintf(stderr, "generate: %ld tokens in %.2f s, %.0f tokens/s (context %d, a token at a "
 		"time with the keys and values cached)\n", o->tokens, dt,
 		dt > 0 ? (double)o->tokens / dt : 0.0, T);
 	free(ids);
+	free(made);
 	free(logits);
 	free(p);
+}
+
+/* The prompt's tokens (malloc'd, *n): its bytes, or sp's encoding. 0, or
+ * -1 with a user_error. */
+static int encode_prompt(const struct gen_opts *o, const struct sp_tokenizer *sp, int32_t **ids,
+			 size_t *n)
+{
+	size_t len = strlen(o->prompt);
+	if (sp) {
+		if (sp_encode(sp, o->prompt, len, ids, n) || !*n)
+			return user_error("--prompt: SentencePiece cannot encode it");
+		return 0;
+	}
+	*ids = xmalloc(sizeof(int32_t) * len);
+	for (size_t i = 0; i < len; i++)
+		(*ids)[i] = (unsigned char)o->prompt[i];
+	*n = len;
+	return 0;
+}
+
+/* The data's tokenizer, when it is sentencepiece (*sp), checked against
+ * the model's vocabulary. 0, or -1 with a user_error. */
+static int open_tokenizer(const struct dataset *d, const struct model *m, struct sp_tokenizer **sp)
+{
+	char why[DATASET_WHY_LEN];
+	size_t len = 0;
+	*sp = NULL;
+	if (strcmp(d->tokenizer, "sentencepiece"))
+		return 0;
+	void *model = dataset_tokenizer_model(d, &len, why);
+	*sp = model ? sp_open(model, len, why, sizeof(why)) : NULL;
+	free(model);
+	if (!*sp)
+		return user_error("%s", why);
+	if (sp_vocab(*sp) != m->classes)
+		return user_error("%s: its tokenizer has %d pieces, the model %d classes", d->path,
+				  sp_vocab(*sp), m->classes);
+	return 0;
 }
 
 int generate_main(const struct gen_opts *o, struct comm *c)
@@ -176,15 +232,22 @@ int generate_main(const struct gen_opts *o, struct comm *c)
 	if (comm_user_errors(c) ||
 	    ckpt_model_open(&cm, o->ckpt, o->data, DATASET_TRAIN, o->device, 1, c))
 		return EXIT_USER;
-	int rc = check_model(&cm.model, &cm.data, o->ckpt);
+	struct sp_tokenizer *sp = NULL;
+	int32_t *prompt = NULL;
+	size_t n_prompt = 0;
+	int rc = check_model(&cm.model, &cm.data, o->ckpt) ||
+		 open_tokenizer(&cm.data, &cm.model, &sp) || encode_prompt(o, sp, &prompt, &n_prompt);
 	if (!rc) {
 		int ema = !strcmp(o->weights, "ema");
 		if (ema)
 			ema_swap(&cm.ema, &cm.model.w);
-		generate(&cm.model, o);
+		generate(&cm.model, o, prompt, n_prompt, sp);
 		if (ema)
 			ema_swap(&cm.ema, &cm.model.w);
 	}
+	free(prompt);
+	if (sp)
+		sp_close(sp);
 	ckpt_model_close(&cm, c);
 	return comm_user_errors(c) ? EXIT_USER : EXIT_OK;
 }

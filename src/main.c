@@ -35,8 +35,10 @@ static void usage(FILE *f)
 		"  mtrain import --image-dir DIR --out FILE.h5 [--size H,W]\n"
 		"                                          convert class folders of PNG/JPEG\n"
 		"  mtrain import --text FILE... --out FILE.h5 [--val-fraction X]\n"
-		"                                          text as byte tokens (the last X,\n"
-		"                                          default 0.1, for validation)\n"
+		"                [--tokenizer bytes|bpe:N]\n"
+		"                                          text as byte tokens, or BPE of N\n"
+		"                                          pieces (the last X, default 0.1,\n"
+		"                                          for validation)\n"
 		"  mtrain import --llmc|--uint16 FILE... --out FILE.h5 [--vocab N]\n"
 		"                [--val FILE | --val-fraction X]\n"
 		"                                          llm.c's token shards, nanoGPT's\n"
@@ -94,7 +96,7 @@ static int import_tokens(int argc, char **argv, struct comm *c)
 {
 	static const char *const kinds[3] = {"--text", "--llmc", "--uint16"};
 	char **files = xcalloc((size_t)argc, sizeof(char *));
-	const char *out = NULL, *frac = NULL, *val = NULL, *vocab = NULL;
+	const char *out = NULL, *frac = NULL, *val = NULL, *vocab = NULL, *tokenizer = "bytes";
 	int n = 0, kind = -1;
 	for (int i = 0; i < argc; i++) /* which import: the first of kinds named */
 		for (int k = 0; k < 3 && kind < 0; k++)
@@ -114,6 +116,7 @@ static int import_tokens(int argc, char **argv, struct comm *c)
 				    : !strcmp(argv[i], "--val-fraction") ? &frac
 				    : !strcmp(argv[i], "--val") && kind > 0 ? &val
 				    : !strcmp(argv[i], "--vocab") && kind > 0 ? &vocab
+				    : !strcmp(argv[i], "--tokenizer") && kind == 0 ? &tokenizer
 									 : NULL;
 		if (user_error_pending())
 			;
@@ -125,24 +128,30 @@ static int import_tokens(int argc, char **argv, struct comm *c)
 		else
 			*slot = argv[++i];
 	}
-	char *end;
-	double fraction = frac ? strtod(frac, &end) : kind == 0 || !val ? 0.1 : 0.0;
-	long words = vocab ? strtol(vocab, &end, 10) : kind == 1 ? 50257 : 0;
+	char *frac_end = NULL, *vocab_end = NULL;
+	double fraction = frac ? strtod(frac, &frac_end) : kind == 0 || !val ? 0.1 : 0.0;
+	long words = vocab ? strtol(vocab, &vocab_end, 10) : kind == 1 ? 50257 : 0;
+	char *bpe_end = NULL;
+	long bpe = !strncmp(tokenizer, "bpe:", 4) ? strtol(tokenizer + 4, &bpe_end, 10) : 0;
 	if (user_error_pending())
 		;
+	else if (strcmp(tokenizer, "bytes") &&
+		 (!bpe_end || bpe_end == tokenizer + 4 || *bpe_end || bpe < 2 || bpe > 1 << 20))
+		user_error("import: --tokenizer '%s' is not bytes or bpe:N (a vocabulary of N "
+			   "pieces, 2 to %d)", tokenizer, 1 << 20);
 	else if (!n)
 		user_error("import: %s needs at least one file", kinds[kind]);
 	else if (!out)
 		user_error("import: --out is required");
-	else if (frac && (end == frac || *end || !(fraction >= 0 && fraction < 1)))
+	else if (frac && (frac_end == frac || *frac_end || !(fraction >= 0 && fraction < 1)))
 		user_error("import: --val-fraction '%s' is not a number in [0, 1)", frac);
 	else if (kind == 2 && !vocab)
 		user_error("import --uint16: --vocab N is required (nanoGPT's meta.pkl says it: 65 "
 			   "for Shakespeare's characters, 50257 for GPT-2's tokens)");
-	else if (vocab && (end == vocab || *end || words < 2 || words > 65536))
+	else if (vocab && (vocab_end == vocab || *vocab_end || words < 2 || words > 65536))
 		user_error("import: --vocab '%s' is not a number from 2 to 65536", vocab);
 	else if (c->rank == 0 &&
-		 (kind == 0 ? dataset_import_text(files, n, fraction, out)
+		 (kind == 0 ? dataset_import_text(files, n, fraction, (int)bpe, out)
 			    : dataset_import_shards(files, n, val, kind == 2, (int)words, fraction,
 						    out)) == 0)
 		log_info("wrote %s", out);

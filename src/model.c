@@ -170,6 +170,18 @@ static void plan_vars(struct model *m, int n)
 				layer_add_vars(&m->layer[i], &m->reg, names[i], t);
 }
 
+int model_check_targets(const struct model *m, int labels, const char *path)
+{
+	if (m->targets == labels)
+		return 0;
+	if (labels > 1)
+		return user_error("--model: its last layer predicts once per row, but %s holds "
+				  "tokens whose every one has a target (end on the sequence, e.g. "
+				  "...,layernorm,dense, without a pooling)", path);
+	return user_error("%s: rows with one label each, but the model predicts every token's "
+			  "next one (a language model's data is a file of tokens)", path);
+}
+
 int model_plan(struct model *m, const struct layer_spec *spec, int n, const int in[3],
 	       int classes, uint64_t seed)
 {

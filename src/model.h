@@ -113,6 +113,9 @@ int model_check_images(const struct config *cfg, const struct layer_spec *spec, 
  * differ in shape). */
 int model_plan(struct model *m, const struct layer_spec *spec, int n, const int in[3],
 	       int classes, uint64_t seed);
+/* Whether m's labels a row (targets) are the data's (labels: 1, or a file
+ * of tokens' window), the data file path. 0, or -1 with a user_error. */
+int model_check_targets(const struct model *m, int labels, const char *path);
 /* model_plan for input rows of token ids in [0, vocab) (vocab 0: rows of
  * values, as model_plan): an embedding layer takes them. */
 int model_plan_vocab(struct model *m, const struct layer_spec *spec, int n, const int in[3],

@@ -155,8 +155,9 @@ static void add_then_start(void *trainer, float *g, size_t n)
 
 /* Forward and backward over this rank's rows of the step, cur, in
  * --accumulate micro-batches (each keyed by its rows' place in the global
- * batch, as one would be), their gradients summed into m->g; unsharded,
- * the last micro-batch's start reducing as they are final. */
+ * batch, as one would be: dropout's key, never the rank), their gradients
+ * summed into m->g; unsharded, the last micro-batch's start reducing as
+ * they are final. */
 static void forward_backward(struct trainer *t, const struct staged *cur, long s, double *at)
 {
 	struct model *m = &t->model;
@@ -168,11 +169,10 @@ static void forward_backward(struct trainer *t, const struct staged *cur, long s
 	long row0 = t->loader.rank * t->loader.batch / t->loader.size;
 	for (int k = 0; k < n; k++) {
 		int lo = rows * k / n, hi = rows * (k + 1) / n, last = k == n - 1;
-		if (n > 1) {
-			model_set_batch_async(m, cur->x + (size_t)lo * m->in_dim,
-					      cur->y + (size_t)lo * m->targets, hi - lo);
-			model_set_position(m, t->at.global_step, row0 + lo);
-		}
+		/* (the model's buffers hold a micro-batch: train_call_rows) */
+		model_set_batch_async(m, cur->x + (size_t)lo * m->in_dim,
+				      cur->y + (size_t)lo * m->targets, hi - lo);
+		model_set_position(m, t->at.global_step, row0 + lo);
 		model_forward(m, hi - lo, 1, scale);
 		phase_end(t, at, "forward", &t->t.forward, s);
 		grad_ready_fn ready = sharded || (!last && n > 1) ? NULL
@@ -187,19 +187,15 @@ static void forward_backward(struct trainer *t, const struct staged *cur, long s
 	}
 }
 
-/* This step's rows of the global batch to the model (and to the caller). */
+/* This step's rows of the global batch, staged (forward_backward gives
+ * them to the model); the rows record told. */
 static const struct staged *stage_batch(struct trainer *t)
 {
 	double waited = t->loader.wait;
 	struct staged *cur = loader_current(&t->loader, t->at.epoch, t->at.pos);
 	t->t.data_wait += t->loader.wait - waited;
 	t->data_bad = cur->bad ? cur->why : NULL;
-	model_set_batch_async(&t->model, cur->x, cur->y, cur->rows);
 	rows_log_stage(&t->rows_log, cur->x, cur->y, cur->rows);
-	/* Dropout's key: this step and where this rank's rows start in the
-	 * global batch, never the rank itself. */
-	model_set_position(&t->model, t->at.global_step,
-			   t->loader.rank * t->loader.batch / t->loader.size);
 	return cur;
 }
 

@@ -75,17 +75,6 @@ static int train_call_rows(const struct config *cfg, const struct comm *c)
 	return (share + cfg->accumulate - 1) / cfg->accumulate;
 }
 
-/* A file of tokens' rows hold a target per token: the model must predict
- * every token's next one. 0, or -1 with a user_error. */
-static int check_targets(const struct model *m, const struct dataset *d)
-{
-	if (m->targets == dataset_labels(d))
-		return 0;
-	return user_error("--model: its last layer predicts once per row, but %s holds tokens "
-			  "whose every one has a target (end on the sequence, e.g. "
-			  "...,layernorm,dense, without a pooling)", d->path);
-}
-
 /* The model, optimizer, EMA, checkpointed state and host buffers, for
  * batches of up to max_rows; initial weights are rank 0's, broadcast as
  * DDP does. 0, or -1 when the ranks' registries differ. */
@@ -105,7 +94,7 @@ static int build(struct trainer *t, int max_rows)
 	    model_check_images(cfg, spec, n_spec, t->train.shape) == 0 &&
 	    model_plan_vocab(&t->model, spec, n_spec, in, t->train.classes,
 			     t->train.tokens ? t->train.classes : 0, cfg->seed) == 0 &&
-	    check_targets(&t->model, &t->train) == 0) {
+	    model_check_targets(&t->model, dataset_labels(&t->train), t->train.path) == 0) {
 		/* ZeRO-1 where asked for, or where it pays (comm.h) and
 		 * --check-replicas does not want whole replicas: under ZeRO-1
 		 * each step's all-gather overwrites a rank's copy of the others'
@@ -157,7 +146,7 @@ static int build(struct trainer *t, int max_rows)
 	if (cfg->check_replicas)
 		t->replica_host = xmalloc(sizeof(float) * P);
 	fault_read(&t->fault);
-	rows_log_open(&t->rows_log, &t->train, c->rank, max_rows);
+	rows_log_open(&t->rows_log, &t->train, c->rank, (cfg->batch + c->size - 1) / c->size);
 	return 0;
 }
 

@@ -50,5 +50,7 @@ weights_close acc20/ckpt-00000020.h5 nodrop/ckpt-00000020.h5 >/dev/null &&
 	fail "attention's dropout changed nothing"
 expect_job_error "--accumulate 7: a rank's share of --batch 12 over 2 ranks is 6 rows, fewer than its micro-batches" \
 	ranks 2 "${FLAGS[@]}" --accumulate 7 --ckpt-dir bad
+expect_job_error "--sync-bn with --accumulate 3: batch norm's global statistics" \
+	ranks 2 "${FLAGS[@]}" --accumulate 3 --sync-bn on --ckpt-dir bad
 [ ! -e bad ] || fail "a refused run left --ckpt-dir behind"
 pass "--accumulate: micro-batches within 1e-6 of one batch on 1 rank, 2 ranks and ZeRO-1, with less activation memory"

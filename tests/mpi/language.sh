@@ -13,6 +13,7 @@
 # goes on as the text does.
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip_or_fail "no python3 to read the row records"
+need_python h5py
 command -v h5dump >/dev/null || skip_or_fail "no h5dump (hdf5-tools) to read the tokens back"
 
 # --- import: bytes round-trip exactly ---
@@ -59,7 +60,13 @@ open("a.u16", "wb").write(struct.pack("<%dH" % len(a), *a))
 open("want.u16", "wb").write(struct.pack("<%dH" % len(a), *a))
 shard("magic.bin", a, magic=7); shard("version.bin", a, version=2); shard("count.bin", a, count=2999)
 shard("big.bin", a[:-1] + [600])
+# a first token of 35615 is the bytes 1f 8b, gzip's magic: read raw all the same
+gz = [35615] + a[1:]
+open("gz.u16", "wb").write(struct.pack("<%dH" % len(gz), *gz))
 PY
+"$MTRAIN" import --uint16 gz.u16 --vocab 40000 --val-fraction 0 --out gz.h5 >/dev/null
+h5dump -d tokens -b LE -o g.bin gz.h5 >/dev/null && cmp g.bin gz.u16 || fail "a uint16 file that begins as gzip does"
+expect_error "--val-fraction 'abc' is not a number" "$MTRAIN" import --llmc a.bin --val-fraction abc --vocab 512 --out bad.h5
 "$MTRAIN" import --llmc a.bin --val b.bin --vocab 512 --out shards.h5 >/dev/null
 "$MTRAIN" import --uint16 a.u16 --vocab 512 --val-fraction 0 --out raw.h5 >/dev/null
 h5dump -d tokens -b LE -o s.bin shards.h5 >/dev/null && cmp s.bin want.u16 || fail "llm.c's shard: not its tokens"
@@ -77,6 +84,30 @@ expect_error "count.bin: its header says 2999 tokens, the file holds 6000 bytes"
 expect_error "big.bin: token 2999 is 600, not below --vocab 512" "$MTRAIN" import --llmc big.bin --vocab 512 --out bad.h5
 expect_error "--vocab N is required" "$MTRAIN" import --uint16 a.u16 --out bad.h5
 expect_error "--text and --llmc are one import each" "$MTRAIN" import --text text.txt --llmc a.bin --out bad.h5
+# BPE (SentencePiece) of 300 pieces: deterministic; the model in the file.
+"$MTRAIN" import --text text.txt --tokenizer bpe:300 --out bpe.h5 >/dev/null
+"$MTRAIN" import --text text.txt --tokenizer bpe:300 --out bpe2.h5 >/dev/null
+for f in bpe bpe2; do h5dump -d tokens -b LE -o $f.tok $f.h5 >/dev/null; done
+cmp -s bpe.tok bpe2.tok || fail "BPE: two imports of one text gave other tokens"
+h5dump -a tokenizer bpe.h5 | grep -q '"sentencepiece"' || fail "BPE: tokenizer attribute"
+h5dump -a vocab_size bpe.h5 | grep -q "(0): 300" || fail "BPE: vocab_size"
+expect_error "bpe:20: SentencePiece cannot train it: Vocabulary size is smaller" "$MTRAIN" import --text text.txt --tokenizer bpe:20 --out bad.h5
+expect_error "--tokenizer 'wordpiece' is not bytes or bpe:N" "$MTRAIN" import --text text.txt --tokenizer wordpiece --out bad.h5
+# Forged files of tokens: one line each.
+"$PY" - <<'PY'
+import h5py, numpy as np
+def make(path, **attrs):
+    with h5py.File(path, "w") as f:
+        f["tokens"] = np.arange(500, dtype=np.int32) % 7
+        for k, v in attrs.items():
+            f.attrs[k] = v
+make("novocab.h5")
+make("arrayvocab.h5", vocab_size=np.arange(64))
+make("hugevocab.h5", vocab_size=np.int64(1) << 40)
+PY
+expect_job_error "novocab.h5: no attribute vocab_size" ranks 1 --device cpu --data novocab.h5 --context 8 --batch 4 --steps 1 --model embedding:4,dense --ckpt-dir bad
+expect_job_error "arrayvocab.h5: no attribute vocab_size" ranks 1 --device cpu --data arrayvocab.h5 --context 8 --batch 4 --steps 1 --model embedding:4,dense --ckpt-dir bad
+expect_job_error "hugevocab.h5: attribute vocab_size 1099511627776 must be 2 to" ranks 1 --device cpu --data hugevocab.h5 --context 8 --batch 4 --steps 1 --model embedding:4,dense --ckpt-dir bad
 [ -z "$(ls bad.h5* 2>/dev/null)" ] || fail "a refused import left $(ls bad.h5*)"
 
 # --- windows: exactly once an epoch, the same global batches on any rank count ---
@@ -192,6 +223,18 @@ expect_error "--temperature: '-1' is not a number" "$MTRAIN" generate --ckpt $ck
 expect_error "generate: --ckpt FILE is required" "$MTRAIN" generate --tokens 3
 grep -qE "tokens/s [0-9]+" glog2 || fail "no tokens/s in the progress lines"
 grep -q "eval abc.h5" glog2 || fail "the validation split was not evaluated by default"
+# A GPT on BPE tokens: bits per byte from the split's bytes; generate
+# decodes its tokens.
+ranks 2 --device cpu --data bpe.h5 --context 16 --batch 8 --steps 30 --model "$GPT" --seed 3 \
+	--optimizer adamw --lr 1e-2 --ckpt-dir gpt-bpe >log-bpe || { cat log-bpe; fail "a GPT on BPE tokens"; }
+grep -qE "^eval step 30 .* ema_ppl [0-9.]+ ema_bpb [0-9.]+" log-bpe || { cat log-bpe; fail "BPE: no bits per byte"; }
+"$MTRAIN" generate --ckpt gpt-bpe/ckpt-00000030.h5 --prompt "the hacker" --tokens 20 >gen-bpe 2>/dev/null ||
+	fail "generate on BPE tokens"
+[ "$(head -c 10 gen-bpe)" = "the hacker" ] && [ "$(wc -c <gen-bpe)" -gt 12 ] || { cat gen-bpe; fail "generate: BPE text"; }
+# An evaluation set of the other kind: one line.
+"$MKDATA" synth rows.h5 40 16 5 3
+expect_job_error "rows.h5: rows with one label each, but the training set abc.h5 is a file of tokens" \
+	ranks 1 "${GFLAGS[@]}" --model "$GPT" --eval-data rows.h5 --steps 1 --ckpt-dir bad
 expect_job_error "last layer predicts once per row, but abc.h5 holds tokens" \
 	ranks 1 "${GFLAGS[@]}" --model embedding:16,globalavgpool,dense --steps 1 --ckpt-dir bad
 expect_job_error "abc.h5: 'tokens' holds [0-9]+ tokens, too few for one window of --context 100000" \

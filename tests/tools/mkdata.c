@@ -440,8 +440,8 @@ static int counting(const char *out, long n, long val, int vocab)
 	int32_t *ids = malloc(sizeof(int32_t) * (size_t)(most > 0 ? most : 1));
 	for (long i = 0; i < most; i++)
 		ids[i] = (int32_t)i;
-	int rc = dataset_write_tokens(out, ids, n, ids, val, 4, vocab ? vocab : (int)most,
-				      "counting");
+	const struct tokens_meta meta = {.tokenizer = "counting"};
+	int rc = dataset_write_tokens(out, ids, n, ids, val, 4, vocab ? vocab : (int)most, &meta);
 	free(ids);
 	return rc;
 }
