@@ -106,8 +106,11 @@ static int is_matrix(const char *name)
 void optim_set_decay(struct optim *o, const struct params *reg, size_t first, int on)
 {
 	free(o->runs);
-	o->runs = xcalloc(2 * (size_t)reg->n + 1, sizeof(*o->runs));
+	o->runs = NULL;
 	o->n_runs = 0;
+	if (on == DECAY_ALL || o->hp.weight_decay == 0.0f)
+		return; /* alike everywhere: one call a step */
+	o->runs = xcalloc(2 * (size_t)reg->n + 1, sizeof(*o->runs));
 	for (size_t at = 0; at < o->n;) {
 		/* The variable holding first + at, or the gap before the next
 		 * (offsets are aligned: params.h), which goes with the run

@@ -14,7 +14,8 @@ struct optim {
 	float *slot[2];        /* (P) each, backend memory, NULL when unused */
 	size_t n;              /* P */
 	/* Runs of [0, P) alike in weight decay (optim_set_decay): one call of
-	 * the update each; one run of all, decayed, until it is called. */
+	 * the update each; NULL (one call over all, decayed) until it is
+	 * called, or where every value is alike (no decay, or on all). */
 	int n_runs;
 	struct optim_run {
 		size_t at, len;
