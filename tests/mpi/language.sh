@@ -178,6 +178,16 @@ print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
 	fail "token windows are not each used once an epoch in one order"
+# Evaluation covers the validation split's targets once: of 300 tokens in
+# windows of 8 from 0, floor(299 / 8) = 37 windows, 296 targets, on 1 and 3
+# ranks (disjoint slices summed).
+"$MKDATA" counting countval.h5 $N 300
+ranks 1 --device cpu --data countval.h5 --context $T --batch $B --steps 1 --ckpt-dir ck-val \
+	--model 'embedding:8,posembed,[layernorm,attention:2:causal],dense' >/dev/null
+for n in 1 3; do
+	ranks $n eval --ckpt ck-val/ckpt-00000001.h5 --device cpu >ev$n
+	grep -q "ema loss .* (296 tokens)" ev$n || { cat ev$n; fail "eval on $n ranks: not 296 targets"; }
+done
 
 # --- a small GPT on bytes ---
 python3 -c "open('abc.txt','w').write(''.join('the quick brown fox %d. ' % (i % 7) for i in range(600)))"
