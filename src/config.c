@@ -56,6 +56,7 @@ const struct option_def options[] = {
 	OPT_ENUM("weight-decay-on", decay_on, decay_names, "matrices", M, "the variables --weight-decay applies to: matrices (kernels and embeddings, as nanoGPT; not biases, gamma or beta) or all"),
 	OPT("clip-norm", T_FLOAT, clip_norm, "0", 0, 1e30, M, "scale the global gradient (after the reduction, before the optimizer) down to this L2 norm when it is over it, as PyTorch's clip_grad_norm_; its norm in the progress lines; 0: off"),
 	OPT("eval-batch", T_INT, eval_batch, "1000", 1, 1 << 20, M, "evaluation rows per rank per batch"),
+	OPT("eval-every", T_LONG, eval_every, "0", 0, 1e12, M, "steps between evaluations, besides those at the end of every epoch and of the run (nanoGPT's eval_interval); 0: only those"),
 	OPT("epochs", T_INT, epochs, "5", 1, 1e6, M, "epochs to train (ignored when --steps is set)"),
 	OPT("steps", T_LONG, steps, "0", 0, 1e12, M, "total optimizer steps; 0: as many as --epochs make"),
 	OPT("seed", T_U64, seed, "42", 0, 0, 0, "seed of the initial weights and of each epoch's order"),

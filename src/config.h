@@ -48,6 +48,7 @@ struct config {
 	float lr_gamma;           /* step schedule factor, e.g. 0.1 */
 	int batch;                /* global batch over all ranks, e.g. 128 */
 	int eval_batch;           /* rows per rank per evaluation batch, e.g. 1000 */
+	long eval_every;          /* steps; 0: end of each epoch and of the run */
 	int epochs;               /* e.g. 5 */
 	long steps;               /* total optimizer steps; 0: epochs' worth */
 	uint64_t seed;            /* e.g. 42 */

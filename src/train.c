@@ -303,7 +303,8 @@ static int train_step(struct trainer *t, struct progress *p)
 }
 
 /* After a step: the position moves on; at the end of an epoch or of the
- * run, evaluation and a checkpoint, and a checkpoint every --ckpt-every
+ * run, evaluation and a checkpoint, an evaluation every --eval-every steps,
+ * and a checkpoint every --ckpt-every
  * steps and when --ckpt-every-min minutes have passed, timed as aside. 0,
  * or the exit status: EXIT_FAIL when the checkpoint could not be written
  * or replicas drifted, EXIT_USER when evaluation rows could not be read. */
@@ -323,7 +324,8 @@ static int after_step(struct trainer *t, struct progress *p, double *aside)
 				optim_lr(cfg, step - 1, t->total_steps));
 	if (cfg->check_replicas && step % cfg->check_replicas == 0 && check_replicas(t, 0))
 		return EXIT_FAIL;
-	int eval = t->has_eval && (epoch_end || last);
+	int eval = t->has_eval &&
+		   (epoch_end || last || (cfg->eval_every && step % cfg->eval_every == 0));
 	int ckpt = epoch_end || last || (cfg->ckpt_every && step % cfg->ckpt_every == 0) ||
 		   t->ckpt_due;
 	if (!eval && !ckpt)

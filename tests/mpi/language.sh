@@ -73,11 +73,13 @@ h5dump -d tokens -b LE -o s.bin shards.h5 >/dev/null && cmp s.bin want.u16 || fa
 h5dump -d tokens -b LE -o r.bin raw.h5 >/dev/null && cmp r.bin want.u16 || fail "a uint16 file: not its tokens"
 h5dump -d val_tokens -b LE -o v.bin shards.h5 >/dev/null && [ "$(stat -c %s v.bin)" = 1400 ] || fail "--val's tokens"
 h5dump -a vocab_size shards.h5 | grep -q "(0): 512" || fail "vocab_size is not --vocab"
-# uint16 tokens train (windows read 2 bytes a token) and evaluate on --val's.
-ranks 2 --device cpu --data shards.h5 --context 16 --batch 8 --steps 4 --ckpt-dir ck-shards \
-	--model 'embedding:8,posembed,[layernorm,attention:2:causal],dense' >log-shards ||
+# uint16 tokens train (windows read 2 bytes a token) and evaluate on --val's,
+# every 2 steps (--eval-every) and at the end.
+ranks 2 --device cpu --data shards.h5 --context 16 --batch 8 --steps 5 --ckpt-dir ck-shards \
+	--eval-every 2 --model 'embedding:8,posembed,[layernorm,attention:2:causal],dense' >log-shards ||
 	{ cat log-shards; fail "training on llm.c's shards"; }
-grep -qE "^eval step 4 .* ema_ppl" log-shards || { cat log-shards; fail "no evaluation of the shards' --val"; }
+[ "$(grep -oE "^eval step [0-9]+ .* ema_ppl" log-shards | cut -d' ' -f3 | tr '\n' ' ')" = "2 4 5 " ] ||
+	{ cat log-shards; fail "evaluations of the shards' --val not at steps 2, 4 (--eval-every 2) and 5"; }
 expect_error "magic.bin: magic 7, not llm.c's 20240520" "$MTRAIN" import --llmc magic.bin --out bad.h5
 expect_error "version.bin: version 2; llm.c's token shards are version 1" "$MTRAIN" import --llmc version.bin --out bad.h5
 expect_error "count.bin: its header says 2999 tokens, the file holds 6000 bytes" "$MTRAIN" import --llmc count.bin --out bad.h5
