@@ -159,10 +159,11 @@ struct backend {
 	 * (token ids held as floats). */
 	void (*embed)(const struct backend *be, float *y, const float *ids, const float *table,
 		      int n, int cols, int vocab);
-	/* dtable (V,C) = the sum of dy's rows (N,C) at each row's id
-	 * (overwritten: rows no id names are 0), in id order. */
+	/* dtable (V,C) = the sum of dy's rows (N,C) at each row's id, in id
+	 * order: overwritten (rows no id names are 0), or added to when add is
+	 * set (a table an unembed uses too). */
 	void (*embed_backward)(const struct backend *be, float *dtable, const float *dy,
-			       const float *ids, int n, int cols, int vocab);
+			       const float *ids, int n, int cols, int vocab, int add);
 	/* Softmax cross-entropy of logits (R,C) against labels (R). stats (2)
 	 * accumulates {sum of losses, number of correct argmax predictions}.
 	 * When dlogits (R,C) is not NULL it receives scale * (softmax - onehot). */

@@ -242,9 +242,9 @@ static void cu_embed(const struct backend *be, float *y, const float *ids, const
 }
 
 static void cu_embed_backward(const struct backend *be, float *dtable, const float *dy,
-			      const float *ids, int n, int cols, int vocab)
+			      const float *ids, int n, int cols, int vocab, int add)
 {
-	cuda_embed_backward(dtable, dy, ids, n, cols, vocab, stream_of(be));
+	cuda_embed_backward(dtable, dy, ids, n, cols, vocab, add, stream_of(be));
 }
 
 static void cu_xent(const struct backend *be, float *dlogits, float *stats, const float *logits,

@@ -61,4 +61,4 @@ void cuda_ln_backward(float *dx, float *dgamma, float *dbeta, const float *dy, c
 void cuda_embed(float *y, const float *ids, const float *table, int n, int cols, int vocab,
 		cudaStream_t s);
 void cuda_embed_backward(float *dtable, const float *dy, const float *ids, int n, int cols,
-			 int vocab, cudaStream_t s);
+			 int vocab, int add, cudaStream_t s);

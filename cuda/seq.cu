@@ -206,7 +206,7 @@ __global__ void embed_kernel(float *__restrict__ y, const float *__restrict__ id
  * one id costs no memory round trip); the sums are the same. More parts,
  * shorter chains of dependent reads per thread; every thread reads all the
  * ids, so their number is held near EMBED_GRAD_THREADS. dtable starts at
- * 0 (the launcher's memset). */
+ * 0 (the launcher's memset) or at what it is added to. */
 __global__ void embed_backward_kernel(float *__restrict__ dtable, const float *__restrict__ dy,
 				      const float *__restrict__ ids, int n, int cols, int vocab,
 				      unsigned parts)
@@ -293,11 +293,12 @@ void cuda_embed(float *y, const float *ids, const float *table, int n, int cols,
 }
 
 void cuda_embed_backward(float *dtable, const float *dy, const float *ids, int n, int cols,
-			 int vocab, cudaStream_t s)
+			 int vocab, int add, cudaStream_t s)
 {
 	if (cols <= 0 || vocab <= 0)
 		return;
-	CUDA_CHECK(cudaMemsetAsync(dtable, 0, (size_t)vocab * cols * sizeof(float), s));
+	if (!add)
+		CUDA_CHECK(cudaMemsetAsync(dtable, 0, (size_t)vocab * cols * sizeof(float), s));
 	if (n <= 0)
 		return;
 	/* A power of two up to EMBED_GRAD_THREADS / cols, and no more than

@@ -143,9 +143,10 @@ void cpu_embed(const struct backend *be, float *y, const float *ids, const float
 }
 
 void cpu_embed_backward(const struct backend *be, float *dtable, const float *dy,
-			const float *ids, int n, int cols, int vocab)
+			const float *ids, int n, int cols, int vocab, int add)
 {
-	memset(dtable, 0, (size_t)vocab * cols * sizeof(float));
+	if (!add)
+		memset(dtable, 0, (size_t)vocab * cols * sizeof(float));
 	for (int i = 0; i < n; i++) {
 		float *t = dtable + embed_row(ids[i], vocab) * (size_t)cols;
 		const float *d = dy + (size_t)i * cols;

@@ -32,4 +32,4 @@ void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma, float *
 void cpu_embed(const struct backend *be, float *y, const float *ids, const float *table, int n,
 	       int cols, int vocab);
 void cpu_embed_backward(const struct backend *be, float *dtable, const float *dy,
-			const float *ids, int n, int cols, int vocab);
+			const float *ids, int n, int cols, int vocab, int add);

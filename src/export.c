@@ -145,6 +145,17 @@ int export_safetensors(const char *ckpt, const char *out, enum export_weights wh
 	return rc;
 }
 
+/* The token ids' range of a model of specs spec[0..n): a model with an
+ * embedding was trained on a file of tokens, whose classes are its
+ * vocabulary; else 0. */
+static int spec_vocab(const struct layer_spec *spec, int n, int classes)
+{
+	for (int i = 0; i < n; i++)
+		if (spec[i].kind == LAYER_EMBEDDING)
+			return classes;
+	return 0;
+}
+
 int export_plan_model(const char *path, const struct ckpt_meta *meta, struct model *m,
 		      const char **why)
 {
@@ -162,7 +173,8 @@ int export_plan_model(const char *path, const struct ckpt_meta *meta, struct mod
 	else if (sscanf(meta->input_shape, "%d,%d,%d", &in[0], &in[1], &in[2]) != 3 &&
 		 model_input_shape(&cfg, path, flat, in))
 		*why = "its input shape is not stored (before format 4)";
-	else if (model_plan(m, spec, n, in, meta->classes, cfg.seed))
+	else if (model_plan_vocab(m, spec, n, in, meta->classes, spec_vocab(spec, n, meta->classes),
+				  cfg.seed))
 		*why = "its model cannot be laid out for its input";
 	user_error_clear();
 	return *why ? -1 : 0;

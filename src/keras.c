@@ -229,6 +229,10 @@ static const char *layer_args(const struct model *m, int i, enum keras_rank in,
 		json_object_set_new(cfg, "input_dim", json_integer(l->vocab));
 		json_object_set_new(cfg, "output_dim", json_integer(s->units));
 		return NULL;
+	case LAYER_UNEMBED:
+		return "is the embedding's table used again (tied embeddings: keras_hub's "
+		       "ReversibleEmbedding called with reverse=True), which this export does not "
+		       "write (--format safetensors holds every variable by its name)";
 	case LAYER_ACT:
 	case LAYER_KIND_COUNT:
 		break;

@@ -57,7 +57,7 @@ void keras_var_keys(const struct model *m, char (*keys)[PARAM_NAME_LEN])
 	for (int p = 0; p < m->reg.n; p++)
 		snprintf(keys[p], PARAM_NAME_LEN, "%s", m->reg.p[p].name);
 	for (int i = 0; i < m->n_layers; i++)
-		for (int v = 0; v < m->layer[i].n_vars; v++) {
+		for (int v = 0; v < m->layer[i].n_vars && !m->layer[i].borrows; v++) {
 			int p = param_at(&m->reg, m->layer[i].var[v]), index;
 			const struct sublayer *sub;
 			keras_var_place(&m->layer[i], v, &sub, &index);
@@ -98,7 +98,7 @@ int keras_layer_vars(const struct model *m, const float *host_w, int whole,
 		int first = n++;
 		snprintf(names[first], PARAM_NAME_LEN, "%s", layer[i]);
 		groups[first] = (struct keras_layer_vars){.name = names[first]};
-		for (int v = 0; v < m->layer[i].n_vars; v++) {
+		for (int v = 0; v < m->layer[i].n_vars && !m->layer[i].borrows; v++) {
 			int p = param_at(&m->reg, m->layer[i].var[v]), index;
 			if (p < 0)
 				continue;

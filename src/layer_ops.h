@@ -77,6 +77,11 @@ void layer_embed_forward(struct layer *l, const struct layer_ctx *c);
 void layer_embed_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
 			  float *dx);
 double layer_embed_flops(const struct layer *l);
+int layer_unembed_shape(struct layer *l, int classes, char *why, size_t len);
+void layer_unembed_forward(struct layer *l, const struct layer_ctx *c);
+void layer_unembed_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
+			    float *dx);
+double layer_unembed_flops(const struct layer *l);
 int layer_pos_shape(struct layer *l, int classes, char *why, size_t len);
 void layer_pos_vars(struct layer *l, struct params *reg, const char *name, int trainable);
 void layer_pos_init(const struct layer *l, struct rng *r, float *host_w);

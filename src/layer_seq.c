@@ -126,16 +126,54 @@ void layer_embed_forward(struct layer *l, const struct layer_ctx *c)
 	c->be->embed(c->be, l->y, c->x, c->w[0], c->rows * l->out[1], l->out[2], l->vocab);
 }
 
-/* The ids have no gradient: dx is never asked for (the model's input). */
+/* The ids have no gradient: dx is never asked for (the model's input).
+ * Lent to an unembed, the table's gradient is the sum of the two: the
+ * unembed's backward ran first (it is later in the list). */
 void layer_embed_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
 			  float *dx)
 {
 	c->be->embed_backward(c->be, c->g[0], dy, c->x, c->rows * l->out[1], l->out[2],
-			      l->vocab);
+			      l->vocab, l->lends);
 	layer_grads_ready(c, 0, (size_t)l->vocab * l->out[2]);
 }
 
 double layer_embed_flops(const struct layer *l) { return (double)l->out_size; }
+
+/* unembed: each token's logits against the embedding's table again, y =
+ * x E^T ([T, D] to [T, vocab]): tied input and output embeddings (GPT-2's,
+ * nanoGPT's, llm.c's; keras_hub's ReversibleEmbedding called with
+ * reverse=True). It has no variable of its own (model_plan_tied gives it
+ * the embedding's), and never says its gradient is final: the
+ * embedding's backward adds its part later and says so. */
+int layer_unembed_shape(struct layer *l, int classes, char *why, size_t len)
+{
+	if (layer_needs_seq(l, why, len))
+		return -1;
+	l->out[0] = 1;
+	l->out[1] = l->in[1];
+	l->out[2] = l->vocab;
+	return 0;
+}
+
+void layer_unembed_forward(struct layer *l, const struct layer_ctx *c)
+{
+	int rows = c->rows * l->out[1];
+	c->be->matmul(c->be, l->y, c->x, c->w[0], rows, l->out[2], l->in[2], 0, 1, 0.0f);
+}
+
+void layer_unembed_backward(struct layer *l, const struct layer_ctx *c, const float *dy,
+			    float *dx)
+{
+	int rows = c->rows * l->out[1], d = l->in[2], v = l->out[2];
+	c->be->matmul(c->be, c->g[0], dy, c->x, v, d, rows, 1, 0, 0.0f);
+	if (dx)
+		c->be->matmul(c->be, dx, dy, c->w[0], rows, d, v, 0, 0, 0.0f);
+}
+
+double layer_unembed_flops(const struct layer *l)
+{
+	return 2.0 * l->out[1] * (double)l->in[2] * (double)l->out[2];
+}
 
 /* posembed: y = x + embeddings [T, D], a learned vector per position
  * (keras_hub's PositionEmbedding, Glorot-uniform as there). */

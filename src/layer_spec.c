@@ -65,7 +65,8 @@ static const char *const layer_aliases[][2] = {
 	{"bn", "batchnorm"}, {"swish", "silu"}, {"layernormalization", "layernorm"},
 	{"ln", "layernorm"}, {"multiheadattention", "attention"}, {"mha", "attention"},
 	{"selfattention", "attention"}, {"positionembedding", "posembed"},
-	{"reshape", "tokens"}, {"patches", "tokens"},
+	{"reshape", "tokens"}, {"patches", "tokens"}, {"reverseembedding", "unembed"},
+	{"tiedembedding", "unembed"},
 };
 
 /* One layer's text (NUL-terminated, at most 63 bytes; its colons become

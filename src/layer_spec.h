@@ -45,6 +45,8 @@
 	X(LAYER_ATTENTION, "attention", 1, 3, "attention:HEADS[:causal][:DROPOUT]") \
 	/* token ids (the data's vocabulary) to vectors of DIM */             \
 	X(LAYER_EMBEDDING, "embedding", 1, 1, "embedding:DIM")                 \
+	/* logits against the embedding's table again (tied): x E^T */         \
+	X(LAYER_UNEMBED, "unembed", 0, 0, "unembed")                           \
 	/* a learned vector added at each position (keras_hub's) */           \
 	X(LAYER_POSEMBED, "posembed", 0, 0, "posembed")                        \
 	/* an image's pixels as a sequence of tokens [H*W, C] (Reshape) */     \

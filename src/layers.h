@@ -36,7 +36,11 @@ struct layer {
 	int in_seq, seq;          /* its input, its output is a sequence of tokens:
 				   * per-token layers (dense, layernorm) act on the
 				   * last axis of each of its in[1] tokens */
-	int vocab;                /* embedding: the token ids' range, the data's */
+	int vocab;                /* embedding, unembed: the token ids' range, the data's */
+	int borrows;              /* unembed: its one variable, var[0], is the
+				   * embedding's table (it registers none) */
+	int lends;                /* embedding: an unembed takes its table too, so
+				   * its backward adds to the gradient that one gave */
 	size_t in_size, out_size; /* floats per row: H * W * C */
 	int n_vars;               /* 0; 2 (kernel and bias; gamma and beta); 4
 				   * (batchnorm's, then moving mean and variance);

@@ -203,6 +203,8 @@ int model_plan_vocab(struct model *m, const struct layer_spec *spec, int n, cons
 	if (plan_shapes(m, spec, n, classes))
 		return -1;
 	plan_vars(m, n);
+	if (model_plan_tied(m, n))
+		return -1;
 	model_plan_grads(m, n);
 	model_plan_arena(m, n);
 	return 0;

@@ -1,10 +1,37 @@
 /* The backward walk and activation memory of a model whose layers are
  * planned (model_plan, model.c calls these in this order). */
 #include "check.h"
+#include "log.h"
 #include "model.h"
 #include "model_plan.h"
 
 #include <stdlib.h>
+
+int model_plan_tied(struct model *m, int n)
+{
+	int table = -1; /* the embedding an unembed takes its table from */
+	for (int i = 0; i < n; i++) {
+		struct layer *l = &m->layer[i];
+		if (l->spec.kind == LAYER_EMBEDDING && table < 0)
+			table = i;
+		if (l->spec.kind != LAYER_UNEMBED)
+			continue;
+		if (table < 0)
+			return user_error("--model: layer %d (unembed): gives logits against an embedding's "
+					  "table, but no embedding comes before it", i + 1);
+		struct layer *e = &m->layer[table];
+		if (e->out[2] != l->in[2])
+			return user_error("--model: layer %d (unembed): takes tokens of width %d, but the "
+					  "embedding (layer %d) it shares is %d wide (the last layer "
+					  "before it must give %d)", i + 1, l->in[2], table + 1,
+					  e->out[2], e->out[2]);
+		l->var[0] = e->var[0];
+		l->n_vars = 1;
+		l->borrows = 1;
+		e->lends = 1;
+	}
+	return 0;
+}
 
 /* The backward walk: which layers run it, which inputs get a gradient,
  * and which of those add to one a later layer (in list order) gave. */

@@ -5,6 +5,10 @@
 
 #include "model.h"
 
+/* Each unembed given the first embedding's table as its variable (tied
+ * embeddings): 0, or -1 with a user_error when there is none or its width
+ * is another. */
+int model_plan_tied(struct model *m, int n);
 /* Which layers run backward, which of their inputs get a gradient, which
  * of those add to one a later layer gave (layer.backward, needs_dx,
  * accumulate), and which fused activations run their backward in the

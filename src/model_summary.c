@@ -26,7 +26,7 @@ static const char *grouped(size_t n, char *buf, size_t len)
 static size_t layer_params(const struct model *m, const struct layer *l, int trainable_only)
 {
 	size_t n = 0;
-	for (int v = 0; v < l->n_vars; v++)
+	for (int v = 0; v < l->n_vars && !l->borrows; v++)
 		for (int p = 0; p < m->reg.n; p++)
 			if (m->reg.p[p].offset == l->var[v] && (m->reg.p[p].trainable || !trainable_only))
 				n += m->reg.p[p].size;

@@ -248,12 +248,19 @@ static void check_embedding(void)
 		cpu->embed(cpu, y.c, id.c, table.c, n, cols, vocab);
 		gpu->embed(gpu, y.g, id.g, table.g, n, cols, vocab);
 		EXPECT_CLOSE_ON(y, 0.0, "embed", shape);
-		cpu->embed_backward(cpu, dt.c, dy.c, id.c, n, cols, vocab);
-		gpu->embed_backward(gpu, dt.g, dy.g, id.g, n, cols, vocab);
+		cpu->embed_backward(cpu, dt.c, dy.c, id.c, n, cols, vocab, 0);
+		gpu->embed_backward(gpu, dt.g, dy.g, id.g, n, cols, vocab, 0);
 		EXPECT_CLOSE_ON(dt, 0.0, "embed_backward", shape);
-		gpu->embed_backward(gpu, again.g, dy.g, id.g, n, cols, vocab);
+		gpu->embed_backward(gpu, again.g, dy.g, id.g, n, cols, vocab, 0);
 		EXPECT(same_bits(dt.g, again.g, dt.n));
+		/* Added to a table's gradient an unembed gave (tied): the same
+		 * order of sums as the CPU's, from the value there. */
+		struct pair tied = random_pair(table.n, -9, 9);
+		cpu->embed_backward(cpu, tied.c, dy.c, id.c, n, cols, vocab, 1);
+		gpu->embed_backward(gpu, tied.g, dy.g, id.g, n, cols, vocab, 1);
+		EXPECT_CLOSE_ON(tied, 0.0, "embed_backward adding", shape);
 		release(id), release(table), release(y), release(dy), release(dt), release(again);
+		release(tied);
 		free(ids);
 	}
 }

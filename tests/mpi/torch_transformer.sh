@@ -3,7 +3,8 @@
 # (patches, tokens, posembed, pre-norm blocks of layernorm and attention,
 # one causal; per-token dense; then globalavgpool or flatten), and a small
 # GPT on a file of tokens (embedding, causal blocks, a per-token loss over
-# every window's next tokens, ten steps clipped by --clip-norm), PyTorch
+# every window's next tokens, ten steps clipped by --clip-norm; again with
+# its embeddings tied), PyTorch
 # builds the same model from mtrain's initial checkpoint by name
 # (tests/tools/torch_reference.py, over mtrain_torch.py) and computes in
 # float64:
@@ -96,4 +97,9 @@ compare gpt "embedding:24,posembed,
 	2*([layernorm:1e-5,attention:3:causal],[layernorm:1e-5,dense:96,gelu,dense:24]),
 	layernorm:1e-5,dense" --lr 3e-3 --beta2 0.99 --weight-decay 0.1 --clip-norm 0.35
 grep -q "clipped [1-9]" gpt.log || { cat gpt.log; fail "gpt: clipping never acted"; }
-pass "two ViTs and a GPT: logits, loss and gradients of a batch, and ten AdamW steps (the GPT's clipped), are PyTorch's"
+# Its input and output embeddings tied (unembed): the table's gradient is
+# the sum of its two uses, and PyTorch's autograd sums them itself.
+compare tied "embedding:24,posembed,[layernorm:1e-5,attention:3:causal],
+	[layernorm:1e-5,dense:96,gelu,dense:24],layernorm:1e-5,unembed" --lr 3e-3 --beta2 0.99 \
+	--weight-decay 0.1 --clip-norm 0.35
+pass "two ViTs and two GPTs (one tied): logits, loss and gradients of a batch, and ten AdamW steps (the GPTs' clipped), are PyTorch's"

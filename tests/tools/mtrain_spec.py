@@ -21,7 +21,7 @@ ACTIVATIONS = ("relu", "gelu", "tanh", "silu", "gelu_tanh")
 ARGS = {"dense": (0, 1), "conv2d": (2, 4), "maxpool2d": (1, 2), "avgpool2d": (1, 2),
         "globalavgpool": (0, 0), "flatten": (0, 0), "dropout": (1, 1), "batchnorm": (0, 0),
         "layernorm": (0, 1), "attention": (1, 3), "embedding": (1, 1), "posembed": (0, 0),
-        "tokens": (0, 0)}
+        "tokens": (0, 0), "unembed": (0, 0)}
 ARGS.update({a: (0, 0) for a in ACTIVATIONS})
 # The kinds with variables, by their Keras names.
 KERAS = {"dense": "dense", "conv2d": "conv2d", "batchnorm": "batch_normalization",
@@ -288,7 +288,7 @@ def layer_shape(l, i, ins, in_seq, classes):
         raise RebuildError("layer %d (%s): %s" % (i + 1, l.kind, why))
     if l.kind in ("conv2d", "maxpool2d", "avgpool2d", "tokens") and in_seq:
         fail("takes an image, but its input is a sequence")
-    if l.kind in ("attention", "posembed") and not in_seq:
+    if l.kind in ("attention", "posembed", "unembed") and not in_seq:
         fail("takes a sequence of tokens, but its input is %s" % (ins[0],))
     if l.kind == "add":
         if ins[0] != ins[1]:
@@ -317,6 +317,8 @@ def layer_shape(l, i, ins, in_seq, classes):
         if h * w != 1 or in_seq:
             fail("takes a flat row of token ids, but its input is %s" % (ins[0],))
         return (1, c, l.args[0]), True
+    if l.kind == "unembed":  # each token's logits against the embedding's table
+        return (1, w, l.vocab), True
     return (h, w, c), in_seq  # dropout, norms, activations, attention, posembed
 
 
@@ -368,6 +370,12 @@ def plan(layers, in_shape, classes, vocab=0):
             counts[keras] = n + 1
             l.name = keras if n == 0 else "%s_%d" % (keras, n)
             need.update(layer_vars(l, ins))
+        if l.kind == "unembed":  # tied: the first embedding's table, no variable of its own
+            table = [e for e in layers[:i] if e.kind == "embedding"]
+            if not table or table[0].args[0] != ins[0][2]:
+                raise RebuildError("layer %d (unembed): no embedding of width %d before it"
+                                   % (i + 1, ins[0][2]))
+            l.name = table[0].name
     last = layers[-1]
     if vocab and last.seq and last.shape[2] == classes:
         return need  # every token's next one

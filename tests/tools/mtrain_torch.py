@@ -248,6 +248,8 @@ def forward(layers, x, w, training=False):
             y = y.permute(0, 2, 3, 1).reshape(y.shape[0], -1, y.shape[1])
         elif l.kind == "posembed":
             y = y + w(l.name + "/embeddings")
+        elif l.kind == "unembed":  # the embedding's table (l.name is its layer's) again
+            y = y @ w(l.name + "/embeddings").t()
         elif l.kind == "attention":
             y = attention(y, w, l.name, l.args[0], l.args[1])
         elif l.kind == "relu":

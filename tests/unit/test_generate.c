@@ -114,6 +114,9 @@ int main(void)
 	check_gpt("embedding:14,posembed,2*([layernorm,attention:2:causal:0.3],"
 		  "[layernorm,dense:20,relu,dropout:0.2,dense:14]),layernorm,dense:10,gelu_tanh,dense",
 		  16);
+	/* tied embeddings: the logits against the table the ids read */
+	check_gpt("embedding:12,posembed,[layernorm:1e-5,attention:3:causal],layernorm:1e-5,unembed",
+		  11);
 	check_refused("embedding:8,posembed,[layernorm,attention:2],layernorm,dense", 3,
 		      "is not causal");
 	check_refused("embedding:8,globalavgpool,dense", 1, "mixes a row's tokens");

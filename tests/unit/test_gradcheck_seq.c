@@ -1,6 +1,7 @@
 /* Gradient checks of the sequence layers on the CPU backend: layer
  * normalization, attention (several heads, the causal mask, dropout on its
- * probabilities, odd shapes), position and token embeddings, an image as
+ * probabilities, odd shapes), position and token embeddings (tied to the
+ * logits' too: unembed), an image as
  * tokens, per-token dense layers and gelu's tanh form, each model's
  * backward against central differences of its loss (gradcheck.h); and the
  * arena's plan of what attention keeps (training and evaluating agree). */
@@ -34,6 +35,9 @@ int main(void)
 	check_model_vocab("embedding:4,posembed,[layernorm,attention:2:causal],flatten,dense", ids,
 			  7, 211);
 	check_model_vocab("embedding:6,dense:3,globalavgpool,dense", ids, 3, 212);
+	/* tied: the table's gradient the sum of its two uses */
+	check_model_vocab("embedding:4,[layernorm,attention:2:causal],unembed,flatten,dense", ids,
+			  7, 214);
 	check_layouts(5, 1, "tokens,posembed,[layernorm,attention:2],layernorm,globalavgpool,dense",
 			  img);
 	check_layouts(5, 1, "tokens,[attention:2:causal],[dense:8,gelu_tanh,dense:4],flatten,dense",

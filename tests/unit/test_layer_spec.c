@@ -130,7 +130,7 @@ static void check_unknown(void)
 	check_bad("conv2:32:3,relu,flatten,dense",
 		  "--model: unknown layer 'conv2' at character 1; did you mean 'conv2d'? (layers: "
 		  "dense, conv2d, maxpool2d, avgpool2d, globalavgpool, flatten, dropout, batchnorm, "
-		  "layernorm, attention, embedding, posembed, tokens, relu, gelu, tanh, silu, "
+		  "layernorm, attention, embedding, unembed, posembed, tokens, relu, gelu, tanh, silu, "
 		  "gelu_tanh)");
 	EXPECT(!strstr(user_error_text(), "add"));
 	check_bad("relu,conv:3", "--model: unknown layer 'conv' at character 6; did you mean "

@@ -182,6 +182,10 @@ static void check_bad_models(void)
 		 "its input is an image of 4x4x2"},
 		{"posembed,flatten,dense", {1, 1, 8}, 0, "its input is a flat row of 1x1x8"},
 		{"tokens,embedding:4,dense", {2, 2, 1}, 5, "takes a flat row of token ids [T]"},
+		{"tokens,unembed", {2, 2, 4}, 10, "layer 2 (unembed): gives logits against an "
+		 "embedding's table, but no embedding comes before it"},
+		{"embedding:8,dense:6,unembed", {1, 1, 4}, 10, "layer 3 (unembed): takes tokens of "
+		 "width 6, but the embedding (layer 1) it shares is 8 wide"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct model m;
