@@ -72,15 +72,31 @@ MT_FN uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* Dropout's multiplier for unit `unit` of row `row` of the global batch at
- * global step `step`: 0 (dropped, with probability rate) or 1 / (1 - rate).
- * A function of (seed, step, row, unit) only, never of the rank: the same
- * global batch gets the same masks on any number of ranks and backends. */
-MT_FN float dropout_scale(uint64_t seed, uint64_t step, uint64_t row, uint64_t unit, float rate)
+/* Dropout's key for row `row` of the global batch at global step `step`,
+ * made once a row (dropout_scale_at). */
+MT_FN uint64_t dropout_row_key(uint64_t seed, uint64_t step, uint64_t row)
 {
-	uint64_t h = mix64(seed ^ mix64(step ^ mix64(row ^ mix64(unit))));
+	return mix64(seed ^ mix64(step ^ mix64(row)));
+}
+
+/* Dropout's multiplier for unit `unit` of the row whose key is key: 0
+ * (dropped, with probability rate) or 1 / (1 - rate), from the unit-th
+ * output of SplitMix64 started at the key: one mix a unit (the key's three
+ * once a row; four a unit cost a quarter of a GPT's step with dropout). */
+MT_FN float dropout_scale_at(uint64_t key, uint64_t unit, float rate)
+{
+	uint64_t h = mix64(key + unit * 0x9e3779b97f4a7c15ull);
 	float u = (float)(h >> 40) * (1.0f / 16777216.0f); /* 24 bits: [0, 1) */
 	return u < rate ? 0.0f : 1.0f / (1.0f - rate);
+}
+
+/* The same for unit `unit` of row `row` of the global batch at global step
+ * `step`. A function of (seed, step, row, unit) only, never of the rank:
+ * the same global batch gets the same masks on any number of ranks and
+ * backends. */
+MT_FN float dropout_scale(uint64_t seed, uint64_t step, uint64_t row, uint64_t unit, float rate)
+{
+	return dropout_scale_at(dropout_row_key(seed, step, row), unit, rate);
 }
 
 /* A window sliding over channels-last (NHWC) rows: conv2d's kernel or a

@@ -136,15 +136,19 @@ static void cpu_act_forward(const struct backend *be, float *a, const float *z, 
 	act_loop(a, z, n, act);
 }
 
+/* One row's units: its key made once (mathfn.h). */
+CPU_WIDE static void dropout_row(float *y, const float *x, int cols, uint64_t key, float rate)
+{
+	for (int j = 0; j < cols; j++)
+		y[j] = x[j] * dropout_scale_at(key, (uint64_t)j, rate);
+}
+
 static void cpu_dropout(const struct backend *be, float *y, const float *x, int rows, int cols,
 			const struct dropout_key *k)
 {
 	for (int r = 0; r < rows; r++)
-		for (int j = 0; j < cols; j++) {
-			size_t i = (size_t)r * cols + j;
-			y[i] = x[i] * dropout_scale(k->seed, k->step, k->row0 + (uint64_t)r,
-						    (uint64_t)j, k->rate);
-		}
+		dropout_row(y + (size_t)r * cols, x + (size_t)r * cols, cols,
+			    dropout_row_key(k->seed, k->step, k->row0 + (uint64_t)r), k->rate);
 }
 
 static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,

@@ -208,6 +208,21 @@ static void check_dropout(const struct backend *be)
 	}
 	EXPECT(scaled);
 	EXPECT(dropped > 0.27 * R * C && dropped < 0.33 * R * C);
+	/* Each unit mathfn.h's dropout_scale (the GPU's, unit by unit), though
+	 * the CPU makes a row's key once; neighbours drop independently (both
+	 * of a pair of adjacent units, and the same unit of adjacent rows,
+	 * about 0.09 of the time) */
+	int formula = 1, pairs = 0, stacked = 0;
+	for (int r = 0; r < R; r++)
+		for (int j = 0; j < C; j++) {
+			int i = r * C + j;
+			formula &= y[i] == x[i] * dropout_scale(42, 9, (uint64_t)r, (uint64_t)j, 0.3f);
+			pairs += j + 1 < C && y[i] == 0.0f && y[i + 1] == 0.0f;
+			stacked += r + 1 < R && y[i] == 0.0f && y[i + C] == 0.0f;
+		}
+	EXPECT(formula);
+	EXPECT(pairs > 0.07 * R * (C - 1) && pairs < 0.11 * R * (C - 1));
+	EXPECT(stacked > 0.07 * (R - 1) * C && stacked < 0.11 * (R - 1) * C);
 	/* Rows 10.. on their own (row0 = 10): the same masks. */
 	struct dropout_key k10 = k;
 	k10.row0 = 10;
