@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Learning curves from a metrics file (--metrics): training loss, and raw and
-# EMA test accuracy, against the global step, with the epoch boundaries
-# (each evaluation at an epoch's end) marked. Draws with gnuplot (Debian's
+# EMA test accuracy (a language model's: validation loss per token, its
+# eval records having a perplexity), against the global step, with each
+# evaluation (and the epoch it is in) marked. Draws with gnuplot (Debian's
 # gnuplot-nox) into a 1000x700 PNG, written whole or not at all.
 #
 # usage: jobs/plot.sh METRICS.jsonl [OUT.png]     (default: METRICS.png)
@@ -28,12 +29,22 @@ function field(name,   v) {
 	return v ~ /^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/ ? v : ""
 }
 /"event":"train"/ { s = field("step"); if (s != "") { seen = 1; loss[s] = field("loss") } }
-/"event":"eval"/  { s = field("step"); if (s != "") { raw[s] = field("raw_acc"); ema[s] = field("ema_acc"); ep[s] = field("epoch") } }
+/"event":"eval"/  {
+	s = field("step")
+	if (s == "") next
+	lm = field("ema_ppl") != ""
+	raw[s] = field(lm ? "raw_loss" : "raw_acc"); ema[s] = field(lm ? "ema_loss" : "ema_acc")
+	ep[s] = field("epoch")
+}
 END {
 	for (s in loss) if (loss[s] != "") print s, loss[s] > dir "/train.dat"
 	for (s in raw) if (raw[s] != "" && ema[s] != "") print s, raw[s], ema[s], ep[s] > dir "/eval.dat"
+	if (lm) print "" > dir "/lm"
 	exit !seen
 }' "$metrics" || die "$metrics holds no training lines (event train)"
+# A language model's evaluations are its validation loss, else accuracy.
+what="test accuracy"
+[ ! -e "$work/lm" ] || what="validation loss per token"
 touch "$work/train.dat" "$work/eval.dat"
 sort -n -o "$work/train.dat" "$work/train.dat"
 sort -n -o "$work/eval.dat" "$work/eval.dat"
@@ -68,11 +79,12 @@ panel() {
 	panel "training loss" "$work/train.dat" \
 		"set logscale y; set key bottom left; plot '$work/train.dat' using 1:2 with lines lw 2 title 'train loss'" \
 		"no finite training loss in this file"
-	panel "test accuracy" "$work/eval.dat" \
-		"unset logscale y; set key bottom right; plot '$work/eval.dat' using 1:2 with linespoints lw 2 title 'raw', '' using 1:3 with linespoints lw 2 title 'EMA'" \
+	key=$([ -e "$work/lm" ] && echo "top right" || echo "bottom right")
+	panel "$what" "$work/eval.dat" \
+		"unset logscale y; set key $key; plot '$work/eval.dat' using 1:2 with linespoints lw 2 title 'raw', '' using 1:3 with linespoints lw 2 title 'EMA'" \
 		"no evaluation in this file"
 	echo "unset multiplot"
 } >"$work/plot.gp"
 gnuplot "$work/plot.gp" 2>"$work/gnuplot.err" || die "gnuplot failed: $(head -c 300 "$work/gnuplot.err")"
 mv -f -- "$work/out.png" "$out" || die "$out: cannot write"
-echo "wrote $out"
+echo "wrote $out (training loss; $what)"

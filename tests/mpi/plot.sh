@@ -5,7 +5,8 @@ command -v gnuplot >/dev/null || skip_or_fail "no gnuplot (jobs/setup.sh --tests
 PLOT=$(cd "$(dirname "$0")/../.." && pwd)/jobs/plot.sh
 make_data
 ranks 2 "${SMALL[@]}" --steps 24 --log-every 2 --ckpt-dir ck --metrics m.jsonl >/dev/null
-"$PLOT" m.jsonl curves.png >/dev/null
+"$PLOT" m.jsonl curves.png >plot.out
+grep -q "(training loss; test accuracy)" plot.out || fail "a classifier's panels: $(cat plot.out)"
 python3 - curves.png <<'PY' || fail "curves.png"
 import struct, sys, zlib
 data = open(sys.argv[1], "rb").read()
@@ -20,6 +21,14 @@ PY
 # Names reach the file system, never gnuplot's script.
 "$PLOT" m.jsonl "it's; system 'touch hacked'.png" >/dev/null
 [ -s "it's; system 'touch hacked'.png" ] && [ ! -e hacked ] && [ ! -e it ] || fail "an odd output name: $(ls)"
+# A language model's evaluations are its validation loss.
+"$MKDATA" counting count.h5 600 60
+ranks 1 --device cpu --data count.h5 --context 8 --batch 4 --steps 6 --eval-every 2 --ckpt-dir lm \
+	--model embedding:8,posembed,[layernorm,attention:2:causal],layernorm,unembed \
+	--metrics lm.jsonl >/dev/null
+"$PLOT" lm.jsonl lm.png >plot.out
+grep -q "(training loss; validation loss per token)" plot.out || fail "a language model's panels: $(cat plot.out)"
+[ "$(head -c 4 lm.png | tail -c 3)" = PNG ] || fail "lm.png is not a PNG"
 grep '"event":"start"' m.jsonl >empty.jsonl
 expect_status 2 "$PLOT" empty.jsonl
 grep -q "no training lines" last.err || fail "plot of a file without training lines: $(cat last.err)"
