@@ -85,6 +85,24 @@ struct backend {
 	 * took each value: win_col2im (overwrites dx). */
 	void (*col2im)(const struct backend *be, float *dx, const float *cols, int rows,
 		       const struct window *w);
+	/* conv2d in kernels of the backend's own, where it has them (NULL: the
+	 * layer composes im2col, matmul and col2im). x (R, h, w, c), kernel
+	 * [kh, kw, c, f] (Keras' layout), y (R, oh, ow, f), as im2col then a
+	 * product computes them, to rounding. conv: y = the windows of x
+	 * times kernel, plus bias (f). conv_backward_data: dx (R, h, w, c) =
+	 * dy's windows folded back (overwritten). conv_backward_weights:
+	 * dkernel and dbias (f), summed over the rows (overwritten). */
+	void (*conv)(const struct backend *be, float *y, const float *x, const float *kernel,
+		     const float *bias, int rows, const struct window *w, int filters);
+	void (*conv_backward_data)(const struct backend *be, float *dx, const float *dy,
+				   const float *kernel, int rows, const struct window *w,
+				   int filters);
+	void (*conv_backward_weights)(const struct backend *be, float *dkernel, float *dbias,
+				      const float *x, const float *dy, int rows,
+				      const struct window *w, int filters);
+	/* What computes conv (the start line names it), e.g. "oneDNN 2.6.3
+	 * (avx2)"; NULL where conv is NULL. */
+	const char *(*conv_kernels)(void);
 	/* y (R, oh, ow, c) = each window's max (max) or mean of x: win_pool. */
 	void (*pool)(const struct backend *be, float *y, const float *x, int rows,
 		     const struct window *w, int max);
@@ -206,9 +224,13 @@ struct backend {
  * AVX-512, Haswell with AVX2 and FMA) and starts this program again with
  * argv; otherwise it returns. */
 void backend_cpu_pick_kernels(char **argv);
-/* The CPU reference backend (OpenBLAS sgemm, one thread per rank). It
- * flushes denormal floats to zero on the calling thread (x86: FTZ, DAZ). */
+/* The CPU reference backend (OpenBLAS sgemm, oneDNN's convolutions, one
+ * thread per rank). It flushes denormal floats to zero on the calling
+ * thread (x86: FTZ, DAZ). */
 const struct backend *backend_cpu(void);
+/* The same with conv2d as im2col, OpenBLAS sgemm and col2im instead of
+ * oneDNN's kernels (--cpu-conv im2col). */
+const struct backend *backend_cpu_im2col(void);
 /* Opens an accelerator backend (a row of ACCEL_KINDS, base/kinds.h) on
  * this rank: for CUDA, GPU local_rank % (visible GPUs) (the only one when
  * a rank sees one, as under a per-rank CUDA_VISIBLE_DEVICES). NULL when

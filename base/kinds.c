@@ -10,6 +10,7 @@ const char *const act_names[] = {ACT_KINDS(KIND_NAME) NULL};
 const char *const optim_names[] = {OPTIM_KINDS(KIND_NAME) NULL};
 const char *const device_names[] = {DEVICE_KINDS(KIND_NAME) NULL};
 const char *const precision_names[] = {PRECISION_KINDS(KIND_NAME) NULL};
+const char *const cpu_conv_names[] = {CPU_CONV_KINDS(KIND_NAME) NULL};
 const char *const schedule_names[] = {SCHEDULE_KINDS(KIND_NAME) NULL};
 const char *const zero_names[] = {ZERO_KINDS(KIND_NAME) NULL};
 const char *const dataset_names[] = {DATASET_KINDS(KIND_NAME) NULL};

@@ -3,8 +3,9 @@
  * products in the same run (the baseline bench/bench.sh prints beside it).
  *
  * usage: bench_layers [--model LAYERS] [--input-shape H,W,C] [--classes C]
- *                     [--rows R[,R...]] [--reps N]
- *   defaults: the CNN below, 28,28,1, 10 classes, rows 64,128, 20 reps.
+ *                     [--rows R[,R...]] [--reps N] [--cpu-conv onednn|im2col]
+ *   defaults: the CNN below, 28,28,1, 10 classes, rows 64,128, 20 reps,
+ *   conv2d by oneDNN (as mtrain's --cpu-conv).
  * Per rows value it prints one table (per layer kind: ms per step forward
  * and backward, share of the step, GFLOP/s, the time of the kind's matrix
  * products inside the layers and of the same products run alone) and ends
@@ -261,9 +262,12 @@ static int bench_rows(const struct layer_spec *spec, int n_spec, const int in[3]
 		double s = fwd[k] + bwd[k];
 		printf("%-13s %3d %8.3f %8.3f %5.1f%% ", layer_names[k], count[k], 1e3 * fwd[k],
 		       1e3 * bwd[k], 100 * s / total);
-		if (sg[k] > 0)
+		if (sg[k] > 0 && mm[k] > 0)
 			printf("%7.2f | %8.3f %8.3f %9.2f %9.2f\n", fl[k] / s * 1e-9, 1e3 * mm[k],
 			       1e3 * sg[k], mm[k] / sg[k], s / sg[k]);
+		else if (sg[k] > 0) /* no matmul inside: oneDNN's convolutions */
+			printf("%7.2f | %8s %8.3f %9s %9.2f\n", fl[k] / s * 1e-9, "-", 1e3 * sg[k],
+			       "-", s / sg[k]);
 		else
 			printf("%7s | %8s %8s %9s %9s\n", "-", "-", "-", "-", "-");
 	}
@@ -291,8 +295,8 @@ out:
 static int usage(void)
 {
 	fprintf(stderr, "usage: bench_layers [--model LAYERS] [--input-shape H,W,C] "
-		"[--classes C] [--rows R[,R...]] [--reps N]\n   (defaults: the CNN %s, "
-		"28,28,1, 10, 64,128, 20)\n", DEFAULT_MODEL);
+		"[--classes C] [--rows R[,R...]] [--reps N] [--cpu-conv onednn|im2col]\n"
+		"   (defaults: the CNN %s, 28,28,1, 10, 64,128, 20, onednn)\n", DEFAULT_MODEL);
 	return 1;
 }
 
@@ -300,7 +304,7 @@ int main(int argc, char **argv)
 {
 	backend_cpu_pick_kernels(argv); /* the kernels mtrain runs */
 	const char *model = DEFAULT_MODEL, *shape = "28,28,1";
-	int classes = 10, reps = 20, rows[MAX_ROWS_LIST] = {64, 128}, n_rows = 2;
+	int classes = 10, reps = 20, rows[MAX_ROWS_LIST] = {64, 128}, n_rows = 2, im2col = 0;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 >= argc)
 			return usage();
@@ -315,6 +319,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i - 1], "--reps")) {
 			if (bench_parse_int(v, 1, MAX_REPS - 1, &reps))
 				return usage();
+		} else if (!strcmp(argv[i - 1], "--cpu-conv")) {
+			if (strcmp(v, "onednn") && strcmp(v, "im2col"))
+				return usage();
+			im2col = !strcmp(v, "im2col");
 		} else if (!strcmp(argv[i - 1], "--rows")) {
 			char buf[256], *save = NULL;
 			snprintf(buf, sizeof(buf), "%s", v);
@@ -341,7 +349,7 @@ int main(int argc, char **argv)
 	}
 
 	/* backend_cpu sets one BLAS thread, as each mtrain rank runs. */
-	g_cpu = backend_cpu();
+	g_cpu = im2col ? backend_cpu_im2col() : backend_cpu();
 	struct backend timed = *g_cpu;
 	timed.matmul = timed_matmul;
 	timed.matmul_batched = timed_matmul_batched;
@@ -351,8 +359,9 @@ int main(int argc, char **argv)
 	char text[1024];
 	layer_spec_text(spec, n_spec, text, sizeof(text));
 	const char *core_env = getenv("OPENBLAS_CORETYPE");
-	printf("bench_layers: model %s, input %d,%d,%d, %d classes, CPU backend, 1 BLAS thread\n",
-	       text, in[0], in[1], in[2], classes);
+	printf("bench_layers: model %s, input %d,%d,%d, %d classes, CPU backend, 1 BLAS thread, "
+	       "conv2d by %s\n", text, in[0], in[1], in[2], classes,
+	       g_cpu->conv_kernels ? g_cpu->conv_kernels() : "im2col, sgemm, col2im");
 	printf("OpenBLAS config: %s; core %s (OPENBLAS_CORETYPE=%s); relu after conv2d/dense is fused "
 	       "into that layer's forward\n", openblas_get_config(), openblas_get_corename(),
 	       core_env ? core_env : "unset");

@@ -344,6 +344,11 @@ static const struct backend cuda_table = {
 	.dropout = cu_dropout,
 	.im2col = cu_im2col,
 	.col2im = cu_col2im,
+	/* conv2d as im2col, cuBLAS and col2im (cuDNN's kernels: not yet) */
+	.conv = NULL,
+	.conv_backward_data = NULL,
+	.conv_backward_weights = NULL,
+	.conv_kernels = NULL,
 	.pool = cu_pool,
 	.pool_backward = cu_pool_backward,
 	.col_moment = cu_col_moment,

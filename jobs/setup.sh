@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libhdf5-dev
 	libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev libjansson-dev libzip-dev libsentencepiece-dev
-	dataset-fashion-mnist jargon-text)
+	libdnnl-dev dataset-fashion-mnist jargon-text)
 [ "${1:-}" = --torch ] && packages+=(python3 python3-torch)
 [ "${1:-}" = --tests ] && packages+=(hdf5-tools slurm-wlm munge python3 python3-venv
 	python3-numpy python3-h5py python3-pil python3-torch gnuplot-nox iproute2 util-linux procps)

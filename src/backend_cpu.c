@@ -4,6 +4,7 @@
  * loops over the shared formulas of mathfn.h for the rest. */
 #include "backend.h"
 #include "backend_cpu_conv.h"
+#include "backend_cpu_dnnl.h"
 #include "backend_cpu_seq.h"
 #include "backend_cpu_small.h"
 #include "check.h"
@@ -370,8 +371,8 @@ static int cpu_set_precision(const struct backend *be, enum precision p)
 
 static int cpu_device_id(const struct backend *be, char *buf, int len) { return -1; }
 
-/* Nothing to release: the table is static and the CPU has no handles. */
-static void cpu_close(const struct backend *be) {}
+/* The table is static; oneDNN's primitives go (made again on next use). */
+static void cpu_close(const struct backend *be) { cpu_conv_release(); }
 
 /* Denormal floats (below 1.2e-38) flushed to zero, in results and inputs,
  * on the calling thread, as TensorFlow does on the CPU: optimizer moments
@@ -446,6 +447,10 @@ const struct backend *backend_cpu(void)
 		.dropout = cpu_dropout,
 		.im2col = cpu_im2col,
 		.col2im = cpu_col2im,
+		.conv = cpu_conv,
+		.conv_backward_data = cpu_conv_backward_data,
+		.conv_backward_weights = cpu_conv_backward_weights,
+		.conv_kernels = cpu_conv_kernels,
 		.pool = cpu_pool,
 		.pool_backward = cpu_pool_backward,
 		.bias_grad = cpu_bias_grad,
@@ -477,4 +482,17 @@ const struct backend *backend_cpu(void)
 	 * would fight over 4 threads. */
 	openblas_set_num_threads(1);
 	return &cpu;
+}
+
+const struct backend *backend_cpu_im2col(void)
+{
+	static struct backend im2col;
+	if (!im2col.name) {
+		im2col = *backend_cpu();
+		im2col.conv = NULL;
+		im2col.conv_backward_data = NULL;
+		im2col.conv_backward_weights = NULL;
+		im2col.conv_kernels = NULL;
+	}
+	return &im2col;
 }

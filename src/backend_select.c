@@ -96,7 +96,7 @@ const struct backend *backend_select(const struct config *cfg, struct comm *c)
 	if (failed)
 		return NULL;
 	if (!be)
-		be = backend_cpu();
+		be = cfg->cpu_conv == CPU_CONV_IM2COL ? backend_cpu_im2col() : backend_cpu();
 	if (be->set_precision(be, (enum precision)cfg->precision))
 		user_error("--precision bf16: the %s backend computes in fp32 only (use --device cuda)",
 			   be->name);

@@ -75,6 +75,7 @@ const struct option_def options[] = {
 	OPT_ENUM("device", device, device_names, "auto", M, "where each rank computes: cuda (one GPU per rank, NCCL), cpu (MPI), auto (cuda if every rank sees a GPU)"),
 	OPT_ENUM("zero", zero, zero_names, "auto", M, "ZeRO stage 1: 1 splits the optimizer's update and slots over the ranks (gradients reduce-scattered, weights all-gathered), 0 keeps a whole copy on every rank, auto: 1 where it is faster (one node, or NCCL)"),
 	OPT_ENUM("precision", precision, precision_names, "fp32", M, "matrix products (bf16: CUDA only; weights, slots and shadows stay fp32)"),
+	OPT_ENUM("cpu-conv", cpu_conv, cpu_conv_names, "onednn", M, "conv2d on the CPU: onednn (oneDNN's direct kernels) or im2col (windows, OpenBLAS sgemm, col2im); the same results to rounding"),
 	OPT("comm-timeout", T_FLOAT, comm_timeout, "300", 1, 86400, M, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"),
 	OPT("max-bad-steps", T_INT, max_bad_steps, "5", 1, 1e6, M, "steps in a row whose gradients hold NaN or Inf (skipped, retried) before the job stops"),
 	OPT("check-replicas", T_LONG, check_replicas, "0", 0, 1e12, M, "every N steps and at each checkpoint, stop if any rank's weights (or shadows after a sync) differ bitwise from rank 0's; 0: never"),

@@ -68,6 +68,7 @@ struct config {
 	int device;               /* enum device_kind */
 	int zero;                 /* enum zero_kind, e.g. ZERO_AUTO */
 	int precision;            /* enum precision: matrix products, e.g. PRECISION_FP32 */
+	int cpu_conv;             /* enum cpu_conv_kind: conv2d's kernels on the CPU */
 	float comm_timeout;       /* seconds one collective may take, e.g. 300 */
 	int max_bad_steps;        /* NaN/Inf steps in a row before stopping, e.g. 5 */
 	long check_replicas;      /* steps between replica comparisons; 0: never */

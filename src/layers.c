@@ -236,10 +236,10 @@ static int conv_shape(struct layer *l, int classes, char *why, size_t len)
 	return 0;
 }
 
+/* [kh, kw, in, out], Keras' shape: row-major, the matrix of kh*kw*in rows
+ * (im2col's column order) and out columns that conv2d multiplies by. */
 static void conv_vars(struct layer *l, struct params *reg, const char *name, int trainable)
 {
-	/* [kh, kw, in, out], Keras' shape: row-major, the matrix of kh*kw*in
-	 * rows (im2col's column order) and out columns that conv2d multiplies by */
 	long kdims[4] = {l->spec.size, l->spec.size, l->in[2], l->spec.units};
 	if (trainable)
 		kernel_and_bias(l, reg, name, 4, kdims);
@@ -261,13 +261,19 @@ int layer_cols_rows(const struct layer *l, const struct backend *be, int rows)
 	return fit < 1 ? 1 : fit > (size_t)rows ? rows : (int)fit;
 }
 
-/* y = conv(x), then bias and activation, a block of images at a time
- * (layer_cols_rows): each block's windows, product, and bias_act while its
- * output is still in cache. */
+/* y = conv(x) + bias, act(y): the backend's kernels, or a block of images
+ * at a time (layer_cols_rows), windows, product, bias_act while in cache. */
 static void conv_forward(struct layer *l, const struct layer_ctx *c)
 {
 	const struct backend *be = c->be;
 	int pos = l->win.oh * l->win.ow, f = l->spec.units;
+	if (be->conv) {
+		be->conv(be, l->y, c->x, c->w[0], c->w[1], c->rows, &l->win, f);
+		if (l->act >= 0)
+			be->act_forward(be, c->act_y, l->y, (size_t)c->rows * l->out_size,
+					(enum act_kind)l->act);
+		return;
+	}
 	int k = (int)(l->cols_size / (size_t)pos), step = layer_cols_rows(l, be, c->rows);
 	for (int r0 = 0; r0 < c->rows; r0 += step) {
 		int n = c->rows - r0 < step ? c->rows - r0 : step;
@@ -286,6 +292,13 @@ static void conv_backward(struct layer *l, const struct layer_ctx *c, const floa
 {
 	const struct backend *be = c->be;
 	int pos = l->win.oh * l->win.ow, f = l->spec.units;
+	if (be->conv) {
+		be->conv_backward_weights(be, c->g[0], c->g[1], c->x, dy, c->rows, &l->win, f);
+		layer_grads_ready(c, 1, (size_t)f);
+		if (dx)
+			be->conv_backward_data(be, dx, dy, c->w[0], c->rows, &l->win, f);
+		return;
+	}
 	int k = (int)(l->cols_size / (size_t)pos), step = layer_cols_rows(l, be, c->rows);
 	for (int r0 = 0; r0 < c->rows; r0 += step) {
 		int n = c->rows - r0 < step ? c->rows - r0 : step;

@@ -221,10 +221,13 @@ void model_init(struct model *m, const struct backend *be, int in_dim, int class
 	model_alloc(m, be, max_rows);
 }
 
-/* Floats of the im2col buffer: the most any conv2d's block of rows takes. */
+/* Floats of the im2col buffer: the most any conv2d's block of rows takes
+ * (none where the backend convolves in kernels of its own). */
 static size_t model_cols_floats(const struct model *m, const struct backend *be, int rows)
 {
 	size_t most = 0;
+	if (be->conv)
+		return 0;
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct layer *l = &m->layer[i];
 		size_t n = l->cols_size * (size_t)layer_cols_rows(l, be, rows);
@@ -301,8 +304,8 @@ void model_alloc(struct model *m, const struct backend *be, int max_rows)
 	m->dlogits = m->layer[m->n_layers - 1].dy;
 	m->acc = be->alloc(be, R * m->max_width * sizeof(float));
 	m->stats = be->alloc(be, 2 * sizeof(float));
-	m->cols = m->max_cols ? be->alloc(be, model_cols_floats(m, be, max_rows) * sizeof(float))
-			      : NULL;
+	size_t cols = model_cols_floats(m, be, max_rows);
+	m->cols = cols ? be->alloc(be, cols * sizeof(float)) : NULL;
 }
 
 void model_free(struct model *m)

@@ -76,9 +76,12 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 {
 	char layers[PATH_LEN];
 	model_text(m, cfg, layers, sizeof(layers));
-	char backend[64];
+	char backend[96];
 	snprintf(backend, sizeof(backend), "%s%s", be->name,
 		 cfg->precision == PRECISION_BF16 ? " bf16" : "");
+	if (m->max_cols) /* a conv2d: what computes it */
+		snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend),
+			 " (conv2d: %s)", be->conv_kernels ? be->conv_kernels() : "im2col, sgemm");
 	/* Rank r takes rows [r*B/N, (r+1)*B/N): B/N each, or its floor and ceiling. */
 	int low = cfg->batch / c->size, high = (cfg->batch + c->size - 1) / c->size;
 	char per_rank[96];

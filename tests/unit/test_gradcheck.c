@@ -190,10 +190,12 @@ int main(void)
 	check_model_in("conv2d:3:3,batchnorm,relu,maxpool2d:2,flatten,dense", img, 112);
 	check_model_in("batchnorm,conv2d:2:3:2,batchnorm,tanh,globalavgpool,dense", img, 113);
 	check_model_in("conv2d:3:3,batchnorm,silu,maxpool2d:2,flatten,dense:5,silu,dense", img, 115);
-	/* The same with each conv2d's windows and products one image at a
-	 * time (the CPU's cols_budget does that to big images): the kernel's
-	 * gradient summed over the blocks. */
-	struct backend one_image = *be;
+	/* The models above ran conv2d on oneDNN's kernels (the CPU's default);
+	 * the same with im2col, sgemm and col2im (--cpu-conv im2col), each
+	 * conv2d's windows and products one image at a time (the CPU's
+	 * cols_budget does that to big images): the kernel's gradient summed
+	 * over the blocks. */
+	struct backend one_image = *backend_cpu_im2col();
 	one_image.cols_budget = 1;
 	model_be = &one_image;
 	check_model_in("conv2d:3:3,tanh,maxpool2d:2,flatten,dense", img, 105);
