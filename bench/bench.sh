@@ -2,6 +2,9 @@
 # Throughput of mtrain on 1 and 2 CPU ranks (Fashion-MNIST, Adam, global
 # batch 128; 2 ranks both with ZeRO-1, the default on one node, and with
 # --zero 0), each model set against baselines measured in the same run:
+#   every model also against this core's peak (bench_peak: fp32 FMA on
+#        registers, one large sgemm, bf16 dot products where the CPU has
+#        them), its step as a fraction of it;
 #   mlp: the default job (MLP 784-256-256-10) against this machine's own
 #        single-thread OpenBLAS sgemm rate for the same matrix products
 #        (bench_sgemm);
@@ -42,6 +45,7 @@ set -euo pipefail
 BUILD=${1:-build}
 MTRAIN=$BUILD/mtrain
 SGEMM=$BUILD/bench/bench_sgemm
+PEAK_PROG=$BUILD/bench/bench_peak
 LAYERS=$BUILD/bench/bench_layers
 TORCH_PEER=$(dirname "$0")/bench_torch.py
 MODELS=${BENCH_MODELS:-mlp cnn resnet data}
@@ -84,7 +88,7 @@ for m in $MODELS; do
 		fail "BENCH_MODELS='$MODELS': want any of mlp, cnn, resnet, vit, data"
 done
 has() { [[ " $MODELS " == *" $1 "* ]]; }
-for p in "$MTRAIN" "$SGEMM" "$LAYERS"; do
+for p in "$MTRAIN" "$SGEMM" "$LAYERS" "$PEAK_PROG"; do
 	[ -x "$p" ] || fail "$p missing: build first (cmake -S . -B $BUILD && cmake --build $BUILD)"
 done
 WORK=$(mktemp -d /tmp/mtrain-bench.XXXXXX)
@@ -141,6 +145,24 @@ median() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{v[NR] = $c} END {print v[i
 # median_row FILE COLUMN: the whole row holding that median, so a table row
 # is one run's consistent figures.
 median_row() { sort -g -k"$2","$2" "$1" | awk '{r[NR] = $0} END {print r[int((NR + 1) / 2)]}'; }
+
+# peak N: bench_peak on N processes at once, placed as mpirun places the N
+# ranks: the means of their fp32 FMA and large-sgemm rates into PEAK[N] and
+# PEAK_SGEMM[N], its bf16 line into PEAK_BF16 (a rate or "none").
+declare -A PEAK PEAK_SGEMM
+PEAK_BF16=none
+peak() {
+	local n=$1 out=$WORK/peak.out
+	timeout 120 "$MPIRUN" -np "$n" "$PEAK_PROG" >"$out" 2>&1 ||
+		{ cat "$out" >&2; fail "bench_peak on $n process(es) failed"; }
+	read -r PEAK[$n] PEAK_SGEMM[$n] < <(awk -v n="$n" '
+		$2 == "fp32_fma" && $4 ~ /^[0-9.]+$/ {f += $4; kf++}
+		$2 == "sgemm" && $4 ~ /^[0-9.]+$/ {s += $4; ks++}
+		END { if (kf != n || ks != n) exit 1; printf "%.1f %.1f\n", f / kf, s / ks }' "$out") ||
+		{ cat "$out" >&2; fail "bench_peak: want $n fp32_fma and sgemm lines"; }
+	PEAK_ISA=$(awk '$2 == "fp32_fma" {print $6; exit}' "$out")
+	PEAK_BF16=$(awk '$2 == "bf16_dot" {print ($3 == "gflops" ? $4 : "none"); exit}' "$out")
+}
 
 # layers_sgemm N ROWS: bench_layers' sgemm rate for the CNN's products
 # (its FLOPs / the bare products' time) on N processes at once, placed as
@@ -206,9 +228,9 @@ check_losses() {
 declare -A SPS PHASES
 rank_table() {
 	local tag=$1 basefile=$2
-	printf '%-5s %4s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s %10s\n' \
+	printf '%-5s %4s %4s %9s | %6s %7s %8s %9s %9s %6s %6s %7s | %7s %7s %9s %10s %9s\n' \
 		ranks zero rows samples/s data forward backward allreduce optimizer ema other total \
-		GFLOP/s sgemm ach/sgemm step/sgemm
+		GFLOP/s sgemm ach/sgemm step/sgemm step/peak
 	for kind in 1 2 2z0; do
 		local n=${kind%z0} zero=1
 		[ "$n" = 1 ] && zero=-
@@ -219,10 +241,10 @@ rank_table() {
 		SPS[$kind]=$sps
 		PHASES[$kind]="$data $fwd $bwd $opt $ema $total"
 		awk -v n="$n" -v z="$zero" -v rows="$rows" -v sps="$sps" -v d="$data" -v f="$fwd" -v b="$bwd" -v a="$ar" -v o="$opt" \
-			-v e="$ema" -v t="$total" -v gf="$gf" -v base="$base" 'BEGIN {
-			printf "%-5d %4s %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f %10.2f\n",
+			-v e="$ema" -v t="$total" -v gf="$gf" -v base="$base" -v peak="${PEAK[$n]}" 'BEGIN {
+			printf "%-5d %4s %4d %9.0f | %6.3f %7.3f %8.3f %9.3f %9.3f %6.3f %6.3f %7.3f | %7.2f %7.2f %9.2f %10.2f %9.2f\n",
 				n, z, rows, sps, d, f, b, a, o, e, t - (d + f + b + a + o + e), t, gf, base, gf / base,
-				gf * (f + b) / (t * base) }'
+				gf * (f + b) / (t * base), gf * (f + b) / (t * peak) }'
 	done
 	awk -v s1="${SPS[1]}" -v s2="${SPS[2]}" -v z0="${SPS[2z0]}" 'BEGIN {
 		printf "speed-up, 2 ranks / 1 rank (samples/s): %.2fx with ZeRO-1, %.2fx with --zero 0 (2 cores)\n",
@@ -335,6 +357,10 @@ export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-$CORE}
 LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 echo "mtrain benchmark on $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')); OpenBLAS kernels: $CORE" \
 	"(OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for every program here, PyTorch too), one BLAS thread per rank"
+for n in "${RANK_COUNTS[@]}"; do peak "$n"; done
+echo "peak per core (bench_peak, as many processes at once as ranks; 1 / 2): fp32 FMA on registers" \
+	"${PEAK[1]} / ${PEAK[2]} GFLOP/s ($PEAK_ISA), one large sgemm ${PEAK_SGEMM[1]} / ${PEAK_SGEMM[2]};" \
+	"bf16 dot products: $PEAK_BF16; step/peak = the whole step's FLOP rate / the fp32 FMA peak"
 
 if has mlp; then
 	warm_up mlp-warm 50
