@@ -231,6 +231,16 @@ const struct backend *backend_cpu(void);
 /* The same with conv2d as im2col, OpenBLAS sgemm and col2im instead of
  * oneDNN's kernels (--cpu-conv im2col). */
 const struct backend *backend_cpu_im2col(void);
+/* The threads the CPU backend's products and convolutions run on (OpenBLAS
+ * and oneDNN; one until set): n, or with n = 0 the cores this process's
+ * CPU affinity holds, divided among the local_size ranks of its node where
+ * the affinity holds every core (a rank not bound to cores). Returns the
+ * count it set. */
+int backend_cpu_threads(int n, int local_size);
+/* The count backend_cpu_threads set last (1 before). */
+int backend_cpu_thread_count(void);
+/* Whether this CPU multiplies bf16 itself (x86: AVX512_BF16). */
+int backend_cpu_has_bf16(void);
 /* Opens an accelerator backend (a row of ACCEL_KINDS, base/kinds.h) on
  * this rank: for CUDA, GPU local_rank % (visible GPUs) (the only one when
  * a rank sees one, as under a per-rank CUDA_VISIBLE_DEVICES). NULL when

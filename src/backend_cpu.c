@@ -3,6 +3,7 @@
  * attention's small per-head products in backend_cpu_small.c, and plain
  * loops over the shared formulas of mathfn.h for the rest. */
 #include "backend.h"
+#include "backend_cpu_bf16.h"
 #include "backend_cpu_conv.h"
 #include "backend_cpu_dnnl.h"
 #include "backend_cpu_seq.h"
@@ -11,6 +12,7 @@
 
 #include <cblas.h>
 #include <float.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +69,21 @@ static void blas_matmul_batched(float *c, const float *a, const float *b, int m,
  * cpu_small_fits (the ViT's, a GPT's of short contexts, b not transposed) go to the small
  * path, a fixed choice by shape, so that a row's result never depends on
  * the batch it came in; the larger ones to OpenBLAS. */
+/* The floats from the first of a batch of row-major matrices of rows x
+ * cols, ld apart within one and s from one to the next, to the last. */
+static size_t span(int batch, size_t s, int rows, int cols, int ld)
+{
+	return (size_t)(batch - 1) * s + (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
+}
+
 static void cpu_matmul_batched(const struct backend *be, float *c, const float *a, const float *b,
 			       int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
 			       int ldb, int ldc, size_t sa, size_t sb, size_t sc)
 {
+	if (cpu_bf16) {
+		a = cpu_bf16_round(0, a, span(batch, sa, ta ? k : m, ta ? m : k, lda));
+		b = cpu_bf16_round(1, b, span(batch, sb, tb ? n : k, tb ? k : n, ldb));
+	}
 	if ((beta == 0.0f || beta == 1.0f) && cpu_small_fits(m, n, k, tb)) {
 		for (int i = 0; i < batch; i++)
 			cpu_small_matmul(c + (size_t)i * sc, a + (size_t)i * sa, b + (size_t)i * sb,
@@ -83,7 +96,12 @@ static void cpu_matmul_batched(const struct backend *be, float *c, const float *
 static void cpu_matmul(const struct backend *be, float *c, const float *a, const float *b,
 		       int m, int n, int k, int ta, int tb, float beta)
 {
-	blas_matmul_batched(c, a, b, m, n, k, ta, tb, beta, 1, ta ? m : k, tb ? k : n, n, 0, 0, 0);
+	int lda = ta ? m : k, ldb = tb ? k : n;
+	if (cpu_bf16) {
+		a = cpu_bf16_round(0, a, (size_t)m * k);
+		b = cpu_bf16_round(1, b, (size_t)k * n);
+	}
+	blas_matmul_batched(c, a, b, m, n, k, ta, tb, beta, 1, lda, ldb, n, 0, 0, 0);
 }
 
 /* a (n) = act(z) and dz (n) = act'(z) * da, each kind its own loop, the
@@ -366,7 +384,8 @@ static void *cpu_stream(const struct backend *be) { return NULL; }
 /* bf16 products are a GPU feature: the CPU computes in fp32 only. */
 static int cpu_set_precision(const struct backend *be, enum precision p)
 {
-	return p == PRECISION_FP32 ? 0 : -1;
+	cpu_bf16 = p == PRECISION_BF16;
+	return 0;
 }
 
 static int cpu_device_id(const struct backend *be, char *buf, int len) { return -1; }
@@ -383,38 +402,6 @@ static void flush_denormals(void)
 {
 #if defined(__SSE__) || defined(__x86_64__)
 	_mm_setcsr(_mm_getcsr() | 0x8040); /* FTZ (bit 15) and DAZ (bit 6) */
-#endif
-}
-
-void backend_cpu_pick_kernels(char **argv)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-	if (getenv("OPENBLAS_CORETYPE") || strcmp(openblas_get_corename(), "Prescott"))
-		return;
-	/* /proc/self/exe must be this program, not a loader running it
-	 * (ld.so ./mtrain, qemu-user, valgrind) */
-	char self[4096], named[4096];
-	if (!argv[0] || (strchr(argv[0], '/') && (!realpath("/proc/self/exe", self) ||
-						   !realpath(argv[0], named) || strcmp(self, named))))
-		return; /* (a name without '/' was found on PATH: it is this) */
-	__builtin_cpu_init();
-	int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-	const char *core = avx512 ? "SkylakeX"
-			   : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-				   ? "Haswell"
-				   : NULL;
-	if (!core)
-		return; /* a CPU as old as its Prescott fallback */
-	/* OpenBLAS picks its kernels when it is loaded: only a new start
-	 * with the variable set takes it (the same process, so mpirun and
-	 * Slurm see nothing). */
-	if (setenv("OPENBLAS_CORETYPE", core, 1))
-		return; /* no variable, no new start: it would start again */
-	execv("/proc/self/exe", argv);
-	unsetenv("OPENBLAS_CORETYPE"); /* no exec: carry on with Prescott's */
-#else
-	(void)argv;
 #endif
 }
 
@@ -447,9 +434,9 @@ const struct backend *backend_cpu(void)
 		.dropout = cpu_dropout,
 		.im2col = cpu_im2col,
 		.col2im = cpu_col2im,
-		.conv = cpu_conv,
-		.conv_backward_data = cpu_conv_backward_data,
-		.conv_backward_weights = cpu_conv_backward_weights,
+		.conv = cpu_conv2d,
+		.conv_backward_data = cpu_conv2d_backward_data,
+		.conv_backward_weights = cpu_conv2d_backward_weights,
 		.conv_kernels = cpu_conv_kernels,
 		.pool = cpu_pool,
 		.pool_backward = cpu_pool_backward,
@@ -479,8 +466,12 @@ const struct backend *backend_cpu(void)
 		.close = cpu_close,
 	};
 	/* Ranks are the parallelism: one BLAS thread each, or 2 ranks on 2 cores
-	 * would fight over 4 threads. */
-	openblas_set_num_threads(1);
+	 * would fight over 4 threads (backend_cpu_threads sets more). */
+	static int threads_set;
+	if (!threads_set) {
+		threads_set = 1;
+		openblas_set_num_threads(1);
+	}
 	return &cpu;
 }
 

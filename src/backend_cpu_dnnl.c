@@ -7,7 +7,7 @@
  * mtrain's NHWC; the kernel, Keras' [kh, kw, in, out], is reordered into
  * the blocked layout oneDNN's kernels take (a few KiB, at each call, since
  * the weights change every step), and its gradient reordered back. One
- * OpenMP thread: the ranks are the parallelism, as for OpenBLAS. */
+ * OpenMP thread unless backend_cpu_threads sets more, as for OpenBLAS. */
 #include "backend_cpu_dnnl.h"
 
 #include "check.h"
@@ -49,6 +49,8 @@ struct conv_shape {
 	dnnl_memory_t x, y, bias, kernel, kernel_fwd, kernel_bwd, diff_kernel, dkernel, dbias;
 };
 
+static int threads = 1;
+
 static struct {
 	dnnl_engine_t engine;
 	dnnl_stream_t stream;
@@ -62,7 +64,13 @@ static void start(void)
 		return;
 	DNNL_CHECK(dnnl_engine_create(&g.engine, dnnl_cpu, 0));
 	DNNL_CHECK(dnnl_stream_create(&g.stream, g.engine, dnnl_stream_default_flags));
-	omp_set_num_threads(1);
+	omp_set_num_threads(threads);
+}
+
+void cpu_conv_threads(int n)
+{
+	threads = n;
+	omp_set_num_threads(n);
 }
 
 static dnnl_memory_t memory(const dnnl_memory_desc_t *md, int own)

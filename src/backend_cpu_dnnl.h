@@ -14,6 +14,9 @@ void cpu_conv_backward_weights(const struct backend *be, float *dkernel, float *
 /* "oneDNN 2.6.3, avx2": the library's version and the instruction set its
  * kernels use on this CPU; a static string. */
 const char *cpu_conv_kernels(void);
+/* The OpenMP threads oneDNN's kernels run on (1 until set), from the
+ * calling thread on. */
+void cpu_conv_threads(int n);
 /* Releases the primitives kept for each shape (the next call makes them
  * again). */
 void cpu_conv_release(void);

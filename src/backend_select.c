@@ -95,11 +95,21 @@ const struct backend *backend_select(const struct config *cfg, struct comm *c)
 		be = pick(&accels[i], cfg, c, &failed);
 	if (failed)
 		return NULL;
-	if (!be)
+	if (!be) {
 		be = cfg->cpu_conv == CPU_CONV_IM2COL ? backend_cpu_im2col() : backend_cpu();
+		backend_cpu_threads(cfg->threads, c->local_size);
+	}
+	int bf16 = cfg->precision == PRECISION_BF16;
 	if (be->set_precision(be, (enum precision)cfg->precision))
 		user_error("--precision bf16: the %s backend computes in fp32 only (use --device cuda)",
 			   be->name);
+	else if (bf16 && be->memory == BACKEND_HOST && !backend_cpu_has_bf16() && !cfg->force_bf16)
+		user_error("--precision bf16: this CPU has no AVX512_BF16, so bf16 products would run "
+			   "slower than fp32 (their operands rounded for the fp32 kernels); "
+			   "--force-bf16 runs them anyway, for their numerics");
+	else if (bf16 && be->memory == BACKEND_HOST)
+		log_info("--precision bf16 on the CPU: products' operands rounded to bf16 for the "
+			 "fp32 kernels (bf16 numerics, fp32 speed at best)");
 	if (comm_user_errors(c)) {
 		backend_close(be);
 		return NULL;

@@ -79,9 +79,15 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 	char backend[96];
 	snprintf(backend, sizeof(backend), "%s%s", be->name,
 		 cfg->precision == PRECISION_BF16 ? " bf16" : "");
-	if (m->max_cols) /* a conv2d: what computes it */
+	if (be->memory == BACKEND_HOST) {
+		int n = backend_cpu_thread_count();
 		snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend),
-			 " (conv2d: %s)", be->conv_kernels ? be->conv_kernels() : "im2col, sgemm");
+			 " (%d thread%s a rank", n, n == 1 ? "" : "s");
+		if (m->max_cols) /* a conv2d: what computes it */
+			snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend),
+				 "; conv2d: %s", be->conv_kernels ? be->conv_kernels() : "im2col, sgemm");
+		snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend), ")");
+	}
 	/* Rank r takes rows [r*B/N, (r+1)*B/N): B/N each, or its floor and ceiling. */
 	int low = cfg->batch / c->size, high = (cfg->batch + c->size - 1) / c->size;
 	char per_rank[96];

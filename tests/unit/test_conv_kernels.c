@@ -9,6 +9,7 @@
  * value); the model's gradients, after the backward's 20 layers, within
  * 1e-4 (ResNet-20's reach 1.2e-5). */
 #include "backend.h"
+#include "backend_cpu_bf16.h"
 #include "config.h"
 #include "layer_spec.h"
 #include "log.h"
@@ -17,6 +18,7 @@
 #include "unit.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,8 +205,69 @@ static void check_preset(const char *file, int want_convs)
 	EXPECT(compare(file, spec, n, in) == want_convs);
 }
 
+/* bf16 rounding: to nearest, ties to even, the low 16 bits cleared;
+ * NaN, infinities and signed zeros kept. */
+static void check_bf16_round(void)
+{
+	const float in[] = {1.0f, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 1.0f + 0x1p-8f + 0x1p-20f, -0.0f,
+			    INFINITY, -3.0e38f, 0x1.fffffep127f, NAN};
+	const float want[] = {1.0f, 1.0f, 1.0f + 0x4p-8f, 1.0f + 0x1p-7f, -0.0f,
+			      INFINITY, -0x1.c4p+127f, INFINITY, NAN};
+	const float *out = cpu_bf16_round(0, in, sizeof(in) / sizeof(in[0]));
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		uint32_t u;
+		memcpy(&u, &out[i], 4);
+		EXPECT((u & 0xffffu) == 0);
+		if (isnan(want[i]))
+			EXPECT(isnan(out[i]));
+		else if (out[i] != want[i] || signbit(out[i]) != signbit(want[i]))
+			fprintf(stderr, "bf16 of %a: %a, want %a\n", in[i], out[i], want[i]);
+		EXPECT(isnan(want[i]) || (out[i] == want[i] && signbit(out[i]) == signbit(want[i])));
+	}
+}
+
+/* Under --precision bf16 the CPU's products are those of the operands
+ * rounded to bf16 (exact in double, summed in fp32: within 1e-6), which
+ * differ from fp32's; oneDNN's convolutions agree with im2col's products
+ * so too. */
+static void check_bf16(void)
+{
+	const struct backend *be = backend_cpu();
+	enum { M = 7, K = 300, N = 5 };
+	struct rng r;
+	rng_init(&r, 8, 0);
+	float *a = random_buf(&r, M * K), *b = random_buf(&r, K * N), c32[M * N], c16[M * N];
+	EXPECT(be->set_precision(be, PRECISION_FP32) == 0);
+	be->matmul(be, c32, a, b, M, N, K, 0, 0, 0.0f);
+	EXPECT(be->set_precision(be, PRECISION_BF16) == 0);
+	be->matmul(be, c16, a, b, M, N, K, 0, 0, 0.0f);
+	float ra[M * K], rb[K * N], want[M * N];
+	memcpy(ra, cpu_bf16_round(0, a, M * K), sizeof(ra));
+	memcpy(rb, cpu_bf16_round(1, b, K * N), sizeof(rb));
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double s = 0;
+			for (int k = 0; k < K; k++)
+				s += (double)ra[i * K + k] * rb[k * N + j];
+			want[i * N + j] = (float)s;
+		}
+	EXPECT(differ(c16, want, M * N, 0) <= 1e-6);
+	EXPECT(differ(c16, c32, M * N, 0) > 1e-4);
+	struct window w = {.h = 9, .w = 7, .c = 3, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .pt = 1,
+			   .pl = 1, .oh = 5, .ow = 7};
+	check_ops("bf16", 0, 4, &w, 6);
+	struct window one = {.h = 28, .w = 28, .c = 1, .kh = 4, .kw = 4, .sh = 4, .sw = 4,
+			     .oh = 7, .ow = 7};
+	check_ops("bf16", 1, 3, &one, 16);
+	EXPECT(be->set_precision(be, PRECISION_FP32) == 0);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
+	check_bf16_round();
+	check_bf16();
 	check_preset("fmnist-cnn.conf", 2);
 	check_preset("fmnist-resnet.conf", 21);
 	check_preset("fmnist-vit.conf", 1);
