@@ -122,6 +122,14 @@ struct backend {
 	void (*bn_forward)(const struct backend *be, float *y, const float *x, const float *mean,
 			   const float *var, const float *gamma, const float *beta, int rows,
 			   int cols, float eps, float *a, enum act_kind act);
+	/* Batch normalization's forward in training, the batch's own
+	 * statistics, in kernels of the backend's own where it has them (NULL:
+	 * col_moment twice, then bn_forward): mean and var (C) = each
+	 * channel's over the rows of x (R,C), the variance biased; then y and
+	 * a as bn_forward writes them. */
+	void (*bn_train_forward)(const struct backend *be, float *y, float *mean, float *var,
+				 const float *x, const float *gamma, const float *beta, int rows,
+				 int cols, float eps, float *a, enum act_kind act);
 	/* sums (2C) = {sum over rows of dy * xhat (dgamma), of dy (dbeta)}. With
 	 * z (R,C) not NULL, dy is the gradient of act(z), z bn_forward's y, and
 	 * act'(z) * dy stands for dy (an activation fused after it); for relu
@@ -224,13 +232,14 @@ struct backend {
  * AVX-512, Haswell with AVX2 and FMA) and starts this program again with
  * argv; otherwise it returns. */
 void backend_cpu_pick_kernels(char **argv);
-/* The CPU reference backend (OpenBLAS sgemm, oneDNN's convolutions, one
- * thread per rank). It flushes denormal floats to zero on the calling
+/* The CPU reference backend (OpenBLAS sgemm, oneDNN's convolutions and
+ * batch norm's forward, one thread per rank until backend_cpu_threads). It flushes denormal floats to zero on the calling
  * thread (x86: FTZ, DAZ). */
 const struct backend *backend_cpu(void);
-/* The same with conv2d as im2col, OpenBLAS sgemm and col2im instead of
- * oneDNN's kernels (--cpu-conv im2col). */
-const struct backend *backend_cpu_im2col(void);
+/* The same with mtrain's kernels alone, none of oneDNN's (--cpu-kernels
+ * own): conv2d as im2col, OpenBLAS sgemm and col2im, batch norm's forward
+ * in three passes. */
+const struct backend *backend_cpu_own(void);
 /* The threads the CPU backend's products and convolutions run on (OpenBLAS
  * and oneDNN; one until set): n, or with n = 0 the cores this process's
  * CPU affinity holds, divided among the local_size ranks of its node where

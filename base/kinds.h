@@ -56,11 +56,11 @@ enum optim_hp_id { OPTIM_HP_NONE, OPTIM_HP_BETA1, OPTIM_HP_BETA2, OPTIM_HP_WEIGH
 	X(PRECISION_FP32, "fp32")                                              \
 	X(PRECISION_BF16, "bf16")
 
-/* X(id, name): what computes conv2d on the CPU (--cpu-conv): oneDNN's
- * direct kernels, or im2col, OpenBLAS sgemm and col2im. */
-#define CPU_CONV_KINDS(X)                                                      \
-	X(CPU_CONV_ONEDNN, "onednn")                                           \
-	X(CPU_CONV_IM2COL, "im2col")
+/* X(id, name): the CPU's kernels (--cpu-kernels): oneDNN's where they
+ * measured faster than mtrain's, or mtrain's own alone. */
+#define CPU_KERNELS_KINDS(X)                                                      \
+	X(CPU_KERNELS_ONEDNN, "onednn")                                           \
+	X(CPU_KERNELS_OWN, "own")
 
 /* X(id, name): ZeRO stage 1 (--zero): 1 shards the optimizer's update and
  * slots over the ranks, 0 keeps a whole copy on every rank, auto takes 1
@@ -96,7 +96,7 @@ enum { ACT_COUNT = 0 ACT_KINDS(ACT_ONE) }; /* outside the enum: a switch lists e
 enum optim_kind { OPTIM_KINDS(KIND_ID) };
 enum device_kind { DEVICE_KINDS(KIND_ID) };
 enum precision { PRECISION_KINDS(KIND_ID) };
-enum cpu_conv_kind { CPU_CONV_KINDS(KIND_ID) };
+enum cpu_kernels_kind { CPU_KERNELS_KINDS(KIND_ID) };
 enum lr_schedule { SCHEDULE_KINDS(KIND_ID) };
 enum zero_kind { ZERO_KINDS(KIND_ID) };
 enum dataset_kind { DATASET_KINDS(KIND_ID) };
@@ -113,7 +113,7 @@ extern const char *const act_names[];
 extern const char *const optim_names[];
 extern const char *const device_names[];
 extern const char *const precision_names[];
-extern const char *const cpu_conv_names[];
+extern const char *const cpu_kernels_names[];
 extern const char *const schedule_names[];
 extern const char *const zero_names[];
 extern const char *const dataset_names[];

@@ -3,9 +3,9 @@
  * products in the same run (the baseline bench/bench.sh prints beside it).
  *
  * usage: bench_layers [--model LAYERS] [--input-shape H,W,C] [--classes C]
- *                     [--rows R[,R...]] [--reps N] [--cpu-conv onednn|im2col]
+ *                     [--rows R[,R...]] [--reps N] [--cpu-kernels onednn|own]
  *   defaults: the CNN below, 28,28,1, 10 classes, rows 64,128, 20 reps,
- *   conv2d by oneDNN (as mtrain's --cpu-conv).
+ *   oneDNN's kernels (as mtrain's --cpu-kernels).
  * Per rows value it prints one table (per layer kind: ms per step forward
  * and backward, share of the step, GFLOP/s, the time of the kind's matrix
  * products inside the layers and of the same products run alone) and ends
@@ -295,7 +295,7 @@ out:
 static int usage(void)
 {
 	fprintf(stderr, "usage: bench_layers [--model LAYERS] [--input-shape H,W,C] "
-		"[--classes C] [--rows R[,R...]] [--reps N] [--cpu-conv onednn|im2col]\n"
+		"[--classes C] [--rows R[,R...]] [--reps N] [--cpu-kernels onednn|own]\n"
 		"   (defaults: the CNN %s, 28,28,1, 10, 64,128, 20, onednn)\n", DEFAULT_MODEL);
 	return 1;
 }
@@ -304,7 +304,7 @@ int main(int argc, char **argv)
 {
 	backend_cpu_pick_kernels(argv); /* the kernels mtrain runs */
 	const char *model = DEFAULT_MODEL, *shape = "28,28,1";
-	int classes = 10, reps = 20, rows[MAX_ROWS_LIST] = {64, 128}, n_rows = 2, im2col = 0;
+	int classes = 10, reps = 20, rows[MAX_ROWS_LIST] = {64, 128}, n_rows = 2, own = 0;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 >= argc)
 			return usage();
@@ -319,10 +319,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i - 1], "--reps")) {
 			if (bench_parse_int(v, 1, MAX_REPS - 1, &reps))
 				return usage();
-		} else if (!strcmp(argv[i - 1], "--cpu-conv")) {
-			if (strcmp(v, "onednn") && strcmp(v, "im2col"))
+		} else if (!strcmp(argv[i - 1], "--cpu-kernels")) {
+			if (strcmp(v, "onednn") && strcmp(v, "own"))
 				return usage();
-			im2col = !strcmp(v, "im2col");
+			own = !strcmp(v, "own");
 		} else if (!strcmp(argv[i - 1], "--rows")) {
 			char buf[256], *save = NULL;
 			snprintf(buf, sizeof(buf), "%s", v);
@@ -349,7 +349,7 @@ int main(int argc, char **argv)
 	}
 
 	/* backend_cpu sets one BLAS thread, as each mtrain rank runs. */
-	g_cpu = im2col ? backend_cpu_im2col() : backend_cpu();
+	g_cpu = own ? backend_cpu_own() : backend_cpu();
 	struct backend timed = *g_cpu;
 	timed.matmul = timed_matmul;
 	timed.matmul_batched = timed_matmul_batched;

@@ -353,6 +353,7 @@ static const struct backend cuda_table = {
 	.pool_backward = cu_pool_backward,
 	.col_moment = cu_col_moment,
 	.bn_forward = cu_bn_forward,
+	.bn_train_forward = NULL, /* col_moment twice, bn_forward (cuDNN's: not yet) */
 	.bn_backward_sums = cu_bn_backward_sums,
 	.bn_backward = cu_bn_backward,
 	.add = cu_add,

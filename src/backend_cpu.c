@@ -445,6 +445,7 @@ const struct backend *backend_cpu(void)
 		.bn_forward = cpu_bn_forward,
 		.bn_backward_sums = cpu_bn_backward_sums,
 		.bn_backward = cpu_bn_backward,
+		.bn_train_forward = cpu_bn_train_forward,
 		.add = cpu_add,
 		.scale = cpu_scale,
 		.matmul_batched = cpu_matmul_batched,
@@ -475,15 +476,16 @@ const struct backend *backend_cpu(void)
 	return &cpu;
 }
 
-const struct backend *backend_cpu_im2col(void)
+const struct backend *backend_cpu_own(void)
 {
-	static struct backend im2col;
-	if (!im2col.name) {
-		im2col = *backend_cpu();
-		im2col.conv = NULL;
-		im2col.conv_backward_data = NULL;
-		im2col.conv_backward_weights = NULL;
-		im2col.conv_kernels = NULL;
+	static struct backend own;
+	if (!own.name) {
+		own = *backend_cpu();
+		own.conv = NULL;
+		own.conv_backward_data = NULL;
+		own.conv_backward_weights = NULL;
+		own.conv_kernels = NULL;
+		own.bn_train_forward = NULL;
 	}
-	return &im2col;
+	return &own;
 }

@@ -96,7 +96,7 @@ const struct backend *backend_select(const struct config *cfg, struct comm *c)
 	if (failed)
 		return NULL;
 	if (!be) {
-		be = cfg->cpu_conv == CPU_CONV_IM2COL ? backend_cpu_im2col() : backend_cpu();
+		be = cfg->cpu_kernels == CPU_KERNELS_OWN ? backend_cpu_own() : backend_cpu();
 		backend_cpu_threads(cfg->threads, c->local_size);
 	}
 	int bf16 = cfg->precision == PRECISION_BF16;

@@ -77,7 +77,7 @@ const struct option_def options[] = {
 	OPT_ENUM("precision", precision, precision_names, "fp32", M, "matrix products and convolutions: bf16 multiplies bf16 operands with fp32 sums (tensor cores on CUDA; on the CPU its operands rounded for the fp32 kernels, which AVX512_BF16 CPUs need; weights, gradients, slots and shadows stay fp32)"),
 	OPT("force-bf16", T_BOOL, force_bf16, "off", 0, 1, M, "run --precision bf16 on a CPU without AVX512_BF16 anyway (slower than fp32: for its numerics) (on|off)"),
 	OPT("threads", T_INT, threads, "0", 0, 1024, M, "threads a CPU rank computes products and convolutions on (OpenBLAS, oneDNN); 0: the cores its CPU affinity holds, shared by the ranks of its node where it is not bound (one where mpirun or Slurm binds each rank to a core)"),
-	OPT_ENUM("cpu-conv", cpu_conv, cpu_conv_names, "onednn", M, "conv2d on the CPU: onednn (oneDNN's direct kernels) or im2col (windows, OpenBLAS sgemm, col2im); the same results to rounding"),
+	OPT_ENUM("cpu-kernels", cpu_kernels, cpu_kernels_names, "onednn", M, "the CPU's kernels: onednn (oneDNN's where they measured faster: conv2d, batch norm's forward) or own (mtrain's alone: conv2d as im2col, OpenBLAS sgemm and col2im); the same results to rounding"),
 	OPT("comm-timeout", T_FLOAT, comm_timeout, "300", 1, 86400, M, "seconds one collective may take before the job aborts with a message (a rank stalled or died)"),
 	OPT("max-bad-steps", T_INT, max_bad_steps, "5", 1, 1e6, M, "steps in a row whose gradients hold NaN or Inf (skipped, retried) before the job stops"),
 	OPT("check-replicas", T_LONG, check_replicas, "0", 0, 1e12, M, "every N steps and at each checkpoint, stop if any rank's weights (or shadows after a sync) differ bitwise from rank 0's; 0: never"),

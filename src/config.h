@@ -68,7 +68,7 @@ struct config {
 	int device;               /* enum device_kind */
 	int zero;                 /* enum zero_kind, e.g. ZERO_AUTO */
 	int precision;            /* enum precision: matrix products, e.g. PRECISION_FP32 */
-	int cpu_conv;             /* enum cpu_conv_kind: conv2d's kernels on the CPU */
+	int cpu_kernels;             /* enum cpu_kernels_kind: conv2d's kernels on the CPU */
 	int threads;              /* --threads: a CPU rank's threads; 0: auto */
 	int force_bf16;           /* --force-bf16: bf16 on a CPU without AVX512_BF16 */
 	float comm_timeout;       /* seconds one collective may take, e.g. 300 */

@@ -67,6 +67,12 @@ void layer_bn_forward(struct layer *l, const struct layer_ctx *c)
 			       w[BN_BETA], R, C, BN_EPSILON, c->act_y, act);
 		return;
 	}
+	l->aux_rows = c->rows;
+	if (be->bn_train_forward && !c->sum) { /* the backend's own kernels */
+		be->bn_train_forward(be, l->y, mean, var, c->x, w[BN_GAMMA], w[BN_BETA], R, C,
+				     BN_EPSILON, c->act_y, act);
+		return;
+	}
 	/* Two passes (the mean, then the squares about it): exact where a
 	 * sum of squares less the squared sum would cancel. */
 	float inv_n = (float)(1.0 / bn_count(l, c, c->rows));
@@ -78,7 +84,6 @@ void layer_bn_forward(struct layer *l, const struct layer_ctx *c)
 		c->sum(c->sum_ctx, var, (size_t)C);
 	be->bn_forward(be, l->y, c->x, mean, var, w[BN_GAMMA], w[BN_BETA], R, C, BN_EPSILON,
 		       c->act_y, act);
-	l->aux_rows = c->rows;
 }
 
 void layer_bn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)

@@ -195,7 +195,7 @@ int main(void)
 	 * conv2d's windows and products one image at a time (the CPU's
 	 * cols_budget does that to big images): the kernel's gradient summed
 	 * over the blocks. */
-	struct backend one_image = *backend_cpu_im2col();
+	struct backend one_image = *backend_cpu_own();
 	one_image.cols_budget = 1;
 	model_be = &one_image;
 	check_model_in("conv2d:3:3,tanh,maxpool2d:2,flatten,dense", img, 105);

@@ -1,13 +1,14 @@
-/* conv2d by oneDNN (backend_cpu: conv, conv_backward_data,
- * conv_backward_weights) against im2col, sgemm and col2im
- * (backend_cpu_im2col) on the same batch and weights: every conv2d shape
- * the presets use (their files in jobs/ read as mtrain reads them), and the
+/* oneDNN's kernels (backend_cpu: conv, conv_backward_data,
+ * conv_backward_weights, bn_train_forward) against mtrain's own
+ * (backend_cpu_own: im2col, sgemm and col2im; batch norm's statistics and
+ * normalising apart) on the same inputs: every conv2d and batch norm shape
+ * the presets use (their files in jobs/ read as mtrain reads them), and
  * shapes they do not (paddings, strides, kernels wider than the stride,
- * even kernels, one input channel or several). The three ops on each
- * shape, and each conv2d's output and the loss of a whole model, agree
+ * even kernels, one input channel or several; a prime number of rows).
+ * The ops, and each conv2d's output and the loss of a whole model, agree
  * within 1e-5 (normwise relative: the largest difference over the largest
  * value); the model's gradients, after the backward's 20 layers, within
- * 1e-4 (ResNet-20's reach 1.2e-5). */
+ * 1e-4 (ResNet-20's reach 1.2e-5). bf16's rounding and products too. */
 #include "backend.h"
 #include "backend_cpu_bf16.h"
 #include "config.h"
@@ -61,7 +62,7 @@ static float *random_buf(struct rng *r, size_t n)
  * composition (backend.h's definition of them). */
 static void check_ops(const char *desc, int layer, int rows, const struct window *w, int f)
 {
-	const struct backend *dn = backend_cpu(), *ref = backend_cpu_im2col();
+	const struct backend *dn = backend_cpu(), *ref = backend_cpu_own();
 	size_t pos = (size_t)w->oh * w->ow, k = (size_t)w->kh * w->kw * w->c,
 	       in = (size_t)w->h * w->w * w->c;
 	struct rng r;
@@ -102,11 +103,54 @@ static void check_ops(const char *desc, int layer, int rows, const struct window
 	free(dy);
 }
 
+/* Batch norm's forward in training, the backend's own kernels
+ * (bn_train_forward) against the statistics in two passes and bn_forward:
+ * the mean, variance, output and act(output), kept (y) or not (y NULL, a
+ * relu fused into oneDNN's kernel). */
+static void check_bn(int rows, int cols, int keep, enum act_kind act)
+{
+	const struct backend *dn = backend_cpu(), *ref = backend_cpu_own();
+	EXPECT(dn->bn_train_forward && !ref->bn_train_forward);
+	size_t n = (size_t)rows * cols;
+	struct rng r;
+	rng_init(&r, 9, (uint64_t)cols);
+	float *x = random_buf(&r, n), *gamma = random_buf(&r, cols), *beta = random_buf(&r, cols);
+	for (size_t i = 0; i < n; i++) /* channels of their own mean and scale */
+		x[i] = x[i] * (1.0f + (float)(i % cols)) + 0.1f * (float)(i % cols);
+	float *st[2], *y[2], *a[2];
+	for (int k = 0; k < 2; k++) {
+		st[k] = calloc(2 * (size_t)cols, sizeof(float));
+		y[k] = calloc(n, sizeof(float));
+		a[k] = calloc(n, sizeof(float));
+	}
+	dn->bn_train_forward(dn, keep ? y[0] : NULL, st[0], st[0] + cols, x, gamma, beta, rows,
+			     cols, 1e-3f, a[0], act);
+	ref->col_moment(ref, st[1], x, NULL, rows, cols, 1.0f / (float)rows);
+	ref->col_moment(ref, st[1] + cols, x, st[1], rows, cols, 1.0f / (float)rows);
+	ref->bn_forward(ref, keep ? y[1] : NULL, x, st[1], st[1] + cols, gamma, beta, rows, cols,
+			1e-3f, a[1], act);
+	char what[64];
+	snprintf(what, sizeof(what), "batch norm %d x %d, %s", rows, cols, act_names[act]);
+	expect_close("mean", what, 0, st[0], st[1], (size_t)cols, 0, TOL);
+	expect_close("variance", what, 0, st[0] + cols, st[1] + cols, (size_t)cols, 0, TOL);
+	if (keep)
+		expect_close("y", what, 0, y[0], y[1], n, 0, TOL);
+	expect_close("act(y)", what, 0, a[0], a[1], n, 0, TOL);
+	for (int k = 0; k < 2; k++) {
+		free(st[k]);
+		free(y[k]);
+		free(a[k]);
+	}
+	free(x);
+	free(gamma);
+	free(beta);
+}
+
 /* One training step of the model on each backend from the same weights
  * and batch; returns how many conv2d layers it compared. */
 static int compare(const char *desc, const struct layer_spec *spec, int n, const int in[3])
 {
-	const struct backend *be[2] = {backend_cpu(), backend_cpu_im2col()};
+	const struct backend *be[2] = {backend_cpu(), backend_cpu_own()};
 	EXPECT(be[0]->conv && !be[1]->conv);
 	struct model m[2];
 	size_t dim = (size_t)in[0] * in[1] * in[2];
@@ -266,6 +310,13 @@ static void check_bf16(void)
 
 int main(void)
 {
+	/* ResNet-20's three stages at 4 rows, the CNN's second layer, a
+	 * prime number of rows (images of one position) */
+	check_bn(4 * 28 * 28, 16, 0, ACT_RELU);
+	check_bn(4 * 14 * 14, 32, 1, ACT_RELU);
+	check_bn(4 * 7 * 7, 64, 1, ACT_GELU);
+	check_bn(4 * 26 * 26, 32, 0, ACT_RELU);
+	check_bn(1009, 8, 1, ACT_TANH);
 	check_bf16_round();
 	check_bf16();
 	check_preset("fmnist-cnn.conf", 2);
@@ -276,5 +327,5 @@ int main(void)
 	check_model("conv2d:4:3:2:valid,tanh,conv2d:5:1:2,globalavgpool,dense", even, 2);
 	check_model("conv2d:3:2:1:same,batchnorm,gelu,conv2d:2:4:3:same,flatten,dense", even, 2);
 	check_model("conv2d:3:2:2:valid,gelu,conv2d:4:3:1:same,maxpool2d:2,flatten,dense", one, 2);
-	return unit_done("test_conv_kernels");
+	return unit_done("test_onednn");
 }
