@@ -3,7 +3,7 @@
 # "cnn resnet vit": jobs/fmnist-PRESET.conf) cut to EPOCHS epochs, trained
 # by mtrain on 2 ranks with --precision fp32 and with --precision bf16
 # (with --force-bf16 on, which a CPU without AVX512_BF16 needs), for each
-# seed of SEEDS; prints each run's EMA test accuracy and minutes, the means
+# seed of SEEDS; prints each run's EMA (and raw) test accuracy and minutes, the means
 # over the seeds, and whether bf16's mean is within seed noise of fp32's:
 # the difference of the means at most the larger spread (largest less
 # smallest accuracy over the seeds) of the two precisions.
@@ -26,7 +26,7 @@ trap 'rm -rf "$WORK"' EXIT
 for preset in ${PRESETS:-cnn resnet vit}; do
 	conf=$COMPARE_ROOT/jobs/fmnist-$preset.conf
 	[ -f "$conf" ] || fail "no $conf"
-	echo "jobs/fmnist-$preset.conf for $EPOCHS epoch(s), 2 ranks, Fashion-MNIST test set, EMA accuracy:"
+	echo "jobs/fmnist-$preset.conf for $EPOCHS epoch(s), 2 ranks, Fashion-MNIST test set, EMA (raw) accuracy:"
 	: >"$WORK/acc"
 	for seed in ${SEEDS:-42 1 7}; do
 		[[ $seed =~ ^[0-9]+$ ]] || fail "SEEDS: want whole numbers"
@@ -37,21 +37,22 @@ for preset in ${PRESETS:-cnn resnet vit}; do
 				--precision $prec --force-bf16 on --ckpt-dir "$WORK/ck" --resume never \
 				>"$WORK/log" 2>&1 || { tail -20 "$WORK/log" >&2; fail "$preset $prec seed $seed"; }
 			rm -rf "$WORK/ck"
-			read -r _ ema < <(compare_last_eval "$WORK/log")
+			read -r raw ema < <(compare_last_eval "$WORK/log")
 			[ -n "${ema:-}" ] || fail "$preset $prec seed $seed: no eval line"
-			line+=$(printf "  %s %s (%.1f min)" $prec "$ema" \
+			line+=$(printf "  %s %s, raw %s (%.1f min)" $prec "$ema" "$raw" \
 				"$(awk -v s=$(($(date +%s) - t0)) 'BEGIN {print s / 60}')")
-			echo "$prec $ema" >>"$WORK/acc"
+			echo "$prec $ema $raw" >>"$WORK/acc"
 		done
 		echo "$line"
 	done
-	awk '{ n[$1]++; s[$1] += $2
+	awk '{ n[$1]++; s[$1] += $2; raw[$1] += $3
 		if (!($1 in lo) || $2 < lo[$1]) lo[$1] = $2
 		if (!($1 in hi) || $2 > hi[$1]) hi[$1] = $2 }
 		END {
 			d = s["bf16"] / n["bf16"] - s["fp32"] / n["fp32"]
 			r = hi["fp32"] - lo["fp32"]; if (hi["bf16"] - lo["bf16"] > r) r = hi["bf16"] - lo["bf16"]
-			printf "  mean: fp32 %.4f, bf16 %.4f (%+.4f); seed spread %.4f: bf16 %s\n",
-				s["fp32"] / n["fp32"], s["bf16"] / n["bf16"], d, r,
-				(d * d <= r * r ? "within seed noise of fp32" : "NOT within seed noise") }' "$WORK/acc"
+			printf "  mean: fp32 %.4f, bf16 %.4f (%+.4f); seed spread %.4f: bf16 %s" \
+				" (raw: fp32 %.4f, bf16 %.4f)\n", s["fp32"] / n["fp32"], s["bf16"] / n["bf16"],
+				d, r, (d * d <= r * r ? "within seed noise of fp32" : "NOT within seed noise"),
+				raw["fp32"] / n["fp32"], raw["bf16"] / n["bf16"] }' "$WORK/acc"
 done
