@@ -12,7 +12,6 @@
 
 #include <cblas.h>
 #include <float.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +64,6 @@ static void blas_matmul_batched(float *c, const float *a, const float *b, int m,
 			    b + (size_t)i * sb, ldb, beta, c + (size_t)i * sc, ldc);
 }
 
-/* The batched products are attention's per-head ones: those within
- * cpu_small_fits (the ViT's, a GPT's of short contexts, b not transposed) go to the small
- * path, a fixed choice by shape, so that a row's result never depends on
- * the batch it came in; the larger ones to OpenBLAS. */
 /* The floats from the first of a batch of row-major matrices of rows x
  * cols, ld apart within one and s from one to the next, to the last. */
 static size_t span(int batch, size_t s, int rows, int cols, int ld)
@@ -76,6 +71,11 @@ static size_t span(int batch, size_t s, int rows, int cols, int ld)
 	return (size_t)(batch - 1) * s + (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
 }
 
+/* The batched products are attention's per-head ones: those within
+ * cpu_small_fits (the ViT's, a GPT's of short contexts, b not transposed) go to the small
+ * path, a fixed choice by shape, so that a row's result never depends on
+ * the batch it came in; the larger ones to OpenBLAS. Under
+ * --precision bf16 the operands are rounded first (backend_cpu_bf16.h). */
 static void cpu_matmul_batched(const struct backend *be, float *c, const float *a, const float *b,
 			       int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
 			       int ldb, int ldc, size_t sa, size_t sb, size_t sc)
@@ -381,7 +381,7 @@ static void cpu_synchronize(const struct backend *be) {}
 
 static void *cpu_stream(const struct backend *be) { return NULL; }
 
-/* bf16 products are a GPU feature: the CPU computes in fp32 only. */
+/* bf16: every product's operands rounded first (backend_cpu_bf16.h). */
 static int cpu_set_precision(const struct backend *be, enum precision p)
 {
 	cpu_bf16 = p == PRECISION_BF16;
