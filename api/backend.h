@@ -30,6 +30,15 @@ struct dropout_key {
 /* What a backend's pointers are: host memory, or CUDA device memory. */
 enum backend_memory { BACKEND_HOST, BACKEND_CUDA };
 
+/* A batch of products over two axes, attention's rows and heads: floats
+ * from one row's operand to the next (sa, sb, sc) and from one head's to
+ * the next (ha, hb, hc). */
+struct batch2 {
+	int rows, heads;
+	size_t sa, sb, sc;
+	size_t ha, hb, hc;
+};
+
 /* Every op takes the backend itself first: its context (a CUDA stream and
  * cuBLAS handle, say) travels with it, never in a global. */
 struct backend {
@@ -91,7 +100,10 @@ struct backend {
 	 * product computes them, to rounding. conv: y = the windows of x
 	 * times kernel, plus bias (f). conv_backward_data: dx (R, h, w, c) =
 	 * dy's windows folded back (overwritten). conv_backward_weights:
-	 * dkernel and dbias (f), summed over the rows (overwritten). */
+	 * dkernel and dbias (f), summed over the rows (overwritten). A
+	 * conv_backward_data right after conv_backward_weights of the same dy,
+	 * unchanged in between (as the conv2d layer calls them), may reuse
+	 * what the first made of dy (the CPU's bf16 copy). */
 	void (*conv)(const struct backend *be, float *y, const float *x, const float *kernel,
 		     const float *bias, int rows, const struct window *w, int filters);
 	void (*conv_backward_data)(const struct backend *be, float *dx, const float *dy,
@@ -162,6 +174,13 @@ struct backend {
 	void (*matmul_batched)(const struct backend *be, float *c, const float *a, const float *b,
 			       int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
 			       int ldb, int ldc, size_t sa, size_t sb, size_t sc);
+	/* matmul_batched over rows and heads at once: for r < rows, h < heads,
+	 * c + r sc + h hc = op(a + r sa + h ha) @ op(b + r sb + h hb) + beta
+	 * c, the same results as a call of matmul_batched a head. NULL: the
+	 * attention layer makes those calls. */
+	void (*matmul_heads)(const struct backend *be, float *c, const float *a, const float *b,
+			     int m, int n, int k, int ta, int tb, float beta, int lda, int ldb,
+			     int ldc, const struct batch2 *bt);
 	/* y (R,C) = softmax(scale * x) over each row; with causal, row r is
 	 * query i = r % C of a C x C block and its keys j > i get 0
 	 * (attn_masked). y may alias x. */

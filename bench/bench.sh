@@ -54,11 +54,7 @@ CNN_SHAPE=${BENCH_CNN_INPUT_SHAPE:-28,28,1}
 # 60 steps: 55 timed (the first 5 are left out), ~14 s a run on 1 rank.
 CNN_STEPS=${BENCH_CNN_STEPS:-60}
 CNN_REPEATS=${BENCH_CNN_REPEATS:-3}
-# preset_model FILE: a preset's model, its lines joined (the key after it ends it).
-preset_model() {
-	sed -n '/^model *=/,/^[a-z-]* *=/p' "$1" | sed '$d' | sed 's/^model *= *//; s/#.*//' |
-		tr -d ' \t\n'
-}
+. "$(dirname "$0")/compare_lib.sh" # preset_model
 # ~8 s a run of 30 steps on 1 rank.
 RESNET_MODEL=$(preset_model "$(dirname "$0")/../jobs/fmnist-resnet.conf")
 RESNET_STEPS=${BENCH_RESNET_STEPS:-30}

@@ -4,8 +4,10 @@
  *
  * usage: bench_layers [--model LAYERS] [--input-shape H,W,C] [--classes C]
  *                     [--rows R[,R...]] [--reps N] [--cpu-kernels onednn|own]
+ *                     [--precision fp32|bf16]
  *   defaults: the CNN below, 28,28,1, 10 classes, rows 64,128, 20 reps,
- *   oneDNN's kernels (as mtrain's --cpu-kernels).
+ *   oneDNN's kernels (as mtrain's --cpu-kernels), fp32 (bf16: as mtrain's
+ *   --precision bf16; the bare sgemm products stay fp32).
  * Per rows value it prints one table (per layer kind: ms per step forward
  * and backward, share of the step, GFLOP/s, the time of the kind's matrix
  * products inside the layers and of the same products run alone) and ends
@@ -71,6 +73,15 @@ static void timed_matmul_batched(const struct backend *be, float *c, const float
 	double t0 = bench_now();
 	g_cpu->matmul_batched(g_cpu, c, a, b, m, n, k, ta, tb, beta, batch, lda, ldb, ldc, sa, sb,
 			      sc);
+	g_mm_s += bench_now() - t0;
+}
+
+static void timed_matmul_heads(const struct backend *be, float *c, const float *a,
+			       const float *b, int m, int n, int k, int ta, int tb, float beta,
+			       int lda, int ldb, int ldc, const struct batch2 *bt)
+{
+	double t0 = bench_now();
+	g_cpu->matmul_heads(g_cpu, c, a, b, m, n, k, ta, tb, beta, lda, ldb, ldc, bt);
 	g_mm_s += bench_now() - t0;
 }
 
@@ -296,7 +307,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: bench_layers [--model LAYERS] [--input-shape H,W,C] "
 		"[--classes C] [--rows R[,R...]] [--reps N] [--cpu-kernels onednn|own]\n"
-		"   (defaults: the CNN %s, 28,28,1, 10, 64,128, 20, onednn)\n", DEFAULT_MODEL);
+		"   [--precision fp32|bf16] (defaults: the CNN %s, 28,28,1, 10, 64,128, 20, "
+		"onednn, fp32)\n", DEFAULT_MODEL);
 	return 1;
 }
 
@@ -304,7 +316,7 @@ int main(int argc, char **argv)
 {
 	backend_cpu_pick_kernels(argv); /* the kernels mtrain runs */
 	const char *model = DEFAULT_MODEL, *shape = "28,28,1";
-	int classes = 10, reps = 20, rows[MAX_ROWS_LIST] = {64, 128}, n_rows = 2, own = 0;
+	int classes = 10, reps = 20, rows[MAX_ROWS_LIST] = {64, 128}, n_rows = 2, own = 0, bf16 = 0;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 >= argc)
 			return usage();
@@ -323,6 +335,10 @@ int main(int argc, char **argv)
 			if (strcmp(v, "onednn") && strcmp(v, "own"))
 				return usage();
 			own = !strcmp(v, "own");
+		} else if (!strcmp(argv[i - 1], "--precision")) {
+			if (strcmp(v, "fp32") && strcmp(v, "bf16"))
+				return usage();
+			bf16 = !strcmp(v, "bf16");
 		} else if (!strcmp(argv[i - 1], "--rows")) {
 			char buf[256], *save = NULL;
 			snprintf(buf, sizeof(buf), "%s", v);
@@ -350,17 +366,20 @@ int main(int argc, char **argv)
 
 	/* backend_cpu sets one BLAS thread, as each mtrain rank runs. */
 	g_cpu = own ? backend_cpu_own() : backend_cpu();
+	g_cpu->set_precision(g_cpu, bf16 ? PRECISION_BF16 : PRECISION_FP32);
 	struct backend timed = *g_cpu;
 	timed.matmul = timed_matmul;
 	timed.matmul_batched = timed_matmul_batched;
+	if (g_cpu->matmul_heads)
+		timed.matmul_heads = timed_matmul_heads;
 	struct times *t = malloc(sizeof(*t));
 	if (!t)
 		return 1;
 	char text[1024];
 	layer_spec_text(spec, n_spec, text, sizeof(text));
 	const char *core_env = getenv("OPENBLAS_CORETYPE");
-	printf("bench_layers: model %s, input %d,%d,%d, %d classes, CPU backend, 1 BLAS thread, "
-	       "conv2d by %s\n", text, in[0], in[1], in[2], classes,
+	printf("bench_layers: model %s, input %d,%d,%d, %d classes, CPU backend%s, 1 BLAS thread, "
+	       "conv2d by %s\n", text, in[0], in[1], in[2], classes, bf16 ? " bf16" : "",
 	       g_cpu->conv_kernels ? g_cpu->conv_kernels() : "im2col, sgemm, col2im");
 	printf("OpenBLAS config: %s; core %s (OPENBLAS_CORETYPE=%s); relu after conv2d/dense is fused "
 	       "into that layer's forward\n", openblas_get_config(), openblas_get_corename(),

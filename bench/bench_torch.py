@@ -5,7 +5,7 @@ one line per thread count for bench/bench.sh to set mtrain against.
 
 usage: bench/bench_torch.py cnn|mlp|resnet|vit [--batchnorm] [--threads 1,2] [--batch 128]
                            [--steps N] [--repeats R] [--warmup W]
-                           [--attention matmul|sdpa]
+                           [--attention matmul|sdpa] [--precision fp32|bf16]
   cnn: conv 32 3x3 same, relu, maxpool 2, conv 64 3x3 same, relu, maxpool 2,
        flatten, dense 128, relu, dropout 0.3, dense 10  (input 1x28x28);
        --batchnorm: batch norm after each conv (conv, batchnorm, relu, as
@@ -16,6 +16,10 @@ usage: bench/bench_torch.py cnn|mlp|resnet|vit [--batchnorm] [--threads 1,2] [--
   vit: jobs/fmnist-vit.conf's ViT (bench/vit_torch.py's model and Keras
        initialisers); --attention: its heads' products as three ops (matmul,
        the default: the faster here) or by scaled_dot_product_attention (sdpa)
+--precision bf16: the forward and loss under torch.autocast("cpu",
+bfloat16), PyTorch's mixed precision on the CPU (its products and
+convolutions in bf16, weights and optimizer fp32), as mtrain's
+--precision bf16.
 Each step as mtrain's: forward, softmax cross-entropy (mean over the batch),
 backward, Adam (lr 1e-3, Keras' epsilon 1e-7), then the EMA of the weights,
 shadow -= (1 - d) * (shadow - w) with d = min(0.999, (1 + step) / (10 + step)).
@@ -81,7 +85,7 @@ def glorot(model):
             nn.init.zeros_(m.bias)
 
 
-def run(kind, batchnorm, attention, threads, batch, steps, repeats, warmup):
+def run(kind, batchnorm, attention, threads, batch, steps, repeats, warmup, bf16):
     """Samples/s of each repeat, the last loss, and whether the EMA moved."""
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -101,7 +105,8 @@ def run(kind, batchnorm, attention, threads, batch, steps, repeats, warmup):
         nonlocal step, loss
         i = step % POOL_BATCHES
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xs[i]), ys[i])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = loss_fn(model(xs[i]), ys[i])
         loss.backward()
         opt.step()
         step += 1
@@ -137,6 +142,8 @@ def main():
                     help="untimed steps first (default cnn, resnet and vit 5, mlp 50)")
     ap.add_argument("--attention", choices=["matmul", "sdpa"], default="matmul",
                     help="vit: the heads' products by scaled_dot_product_attention or three ops")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: forward and loss under CPU autocast to bfloat16")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     thread_counts = [int(t) for t in a.threads.split(",")]
@@ -148,7 +155,7 @@ def main():
                        OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
             argv = [sys.executable, os.path.abspath(__file__), "--child", a.kind,
                     "--threads", str(threads), "--batch", str(a.batch),
-                    "--repeats", str(a.repeats)]
+                    "--repeats", str(a.repeats), "--precision", a.precision]
             if a.batchnorm:
                 argv.append("--batchnorm")
             if a.kind == "vit":
@@ -165,10 +172,11 @@ def main():
     ok = True
     for threads in thread_counts:
         rates, loss, moved = run(a.kind, a.batchnorm, a.attention, threads, a.batch, steps,
-                                 a.repeats, warmup)
+                                 a.repeats, warmup, a.precision == "bf16")
         med = statistics.median(rates)
         name = a.kind + ("-bn" if a.batchnorm else "") + \
-            ("-sdpa" if a.kind == "vit" and a.attention == "sdpa" else "")
+            ("-sdpa" if a.kind == "vit" and a.attention == "sdpa" else "") + \
+            ("-bf16" if a.precision == "bf16" else "")
         print(f"torch model {name} threads {threads} batch {a.batch} samples_per_s {med:.1f} "
               f"min {min(rates):.1f} max {max(rates):.1f} step_ms {1e3 * a.batch / med:.3f} "
               f"loss {loss:.4f}", flush=True)

@@ -1,5 +1,10 @@
 # What the accuracy comparisons of a preset against its PyTorch peer share
-# (bench/resnet_compare.sh, bench/vit_compare.sh); sourced, it runs nothing.
+# (bench/resnet_compare.sh, bench/vit_compare.sh), and the benchmarks'
+# preset_model (bench/bench.sh, bench/bf16_bench.sh); sourced, it runs
+# nothing.
+#
+# preset_model FILE: a preset's model, its lines joined (the key after it
+# ends it).
 #
 # compare_run PROG TITLE CONF PEER [PEER_ARGS...]: for each seed of SEEDS
 # (default "42 1 7"), mtrain on 2 ranks with the preset CONF cut to EPOCHS
@@ -15,6 +20,11 @@
 # MTRAIN_DATA_DIR. Both trainers run from this tree (build/mtrain).
 
 COMPARE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+preset_model() {
+	sed -n '/^model *=/,/^[a-z-]* *=/p' "$1" | sed '$d' | sed 's/^model *= *//; s/#.*//' |
+		tr -d ' \t\n'
+}
 
 # The last eval line of a log: raw_acc and ema_acc.
 compare_last_eval() {

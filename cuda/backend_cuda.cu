@@ -360,6 +360,7 @@ static const struct backend cuda_table = {
 	.scale = cu_scale,
 	.bias_grad = cu_bias_grad,
 	.matmul_batched = cu_matmul_batched,
+	.matmul_heads = NULL, /* the attention layer calls matmul_batched a head */
 	.softmax = cu_softmax,
 	.softmax_backward = cu_softmax_backward,
 	.ln_forward = cu_ln_forward,

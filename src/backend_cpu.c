@@ -1,13 +1,14 @@
-/* The CPU backend: the reference implementation of backend.h, OpenBLAS sgemm
- * for matrix products (one thread per rank: ranks are the parallelism),
- * attention's small per-head products in backend_cpu_small.c, and plain
- * loops over the shared formulas of mathfn.h for the rest. */
+/* The CPU backend: the reference implementation of backend.h, its matrix
+ * products in backend_cpu_mm.c (OpenBLAS sgemm, one thread per rank: ranks
+ * are the parallelism), oneDNN's kernels where they measured faster
+ * (backend_cpu_dnnl.h), and plain loops over the shared formulas of
+ * mathfn.h for the rest. */
 #include "backend.h"
 #include "backend_cpu_bf16.h"
 #include "backend_cpu_conv.h"
 #include "backend_cpu_dnnl.h"
+#include "backend_cpu_mm.h"
 #include "backend_cpu_seq.h"
-#include "backend_cpu_small.h"
 #include "check.h"
 
 #include <cblas.h>
@@ -36,72 +37,6 @@ static void cpu_copy(const struct backend *be, void *dst, const void *src, size_
 {
 	if (dst != src)
 		memmove(dst, src, bytes);
-}
-
-/* OpenBLAS scales c by beta in a pass of its own before the product, one
- * float at a time (its sgemm_beta), zeroing included: a tenth of the ViT's
- * step. A c to be overwritten is cleared here instead (memset, line by
- * line) and the product added to it (beta 1: no such pass); the same bits,
- * 0 + x being x. */
-static void blas_matmul_batched(float *c, const float *a, const float *b, int m, int n, int k,
-				int ta, int tb, float beta, int batch, int lda, int ldb, int ldc,
-				size_t sa, size_t sb, size_t sc)
-{
-	if (beta == 0.0f) {
-		for (int i = 0; i < batch; i++) {
-			float *ci = c + (size_t)i * sc;
-			if (ldc == n)
-				memset(ci, 0, (size_t)m * n * sizeof(float));
-			else
-				for (int r = 0; r < m; r++)
-					memset(ci + (size_t)r * ldc, 0, (size_t)n * sizeof(float));
-		}
-		beta = 1.0f;
-	}
-	for (int i = 0; i < batch; i++)
-		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-			    tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a + (size_t)i * sa, lda,
-			    b + (size_t)i * sb, ldb, beta, c + (size_t)i * sc, ldc);
-}
-
-/* The floats from the first of a batch of row-major matrices of rows x
- * cols, ld apart within one and s from one to the next, to the last. */
-static size_t span(int batch, size_t s, int rows, int cols, int ld)
-{
-	return (size_t)(batch - 1) * s + (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
-}
-
-/* The batched products are attention's per-head ones: those within
- * cpu_small_fits (the ViT's, a GPT's of short contexts, b not transposed) go to the small
- * path, a fixed choice by shape, so that a row's result never depends on
- * the batch it came in; the larger ones to OpenBLAS. Under
- * --precision bf16 the operands are rounded first (backend_cpu_bf16.h). */
-static void cpu_matmul_batched(const struct backend *be, float *c, const float *a, const float *b,
-			       int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
-			       int ldb, int ldc, size_t sa, size_t sb, size_t sc)
-{
-	if (cpu_bf16) {
-		a = cpu_bf16_round(0, a, span(batch, sa, ta ? k : m, ta ? m : k, lda));
-		b = cpu_bf16_round(1, b, span(batch, sb, tb ? n : k, tb ? k : n, ldb));
-	}
-	if ((beta == 0.0f || beta == 1.0f) && cpu_small_fits(m, n, k, tb)) {
-		for (int i = 0; i < batch; i++)
-			cpu_small_matmul(c + (size_t)i * sc, a + (size_t)i * sa, b + (size_t)i * sb,
-					 m, n, k, ta, beta == 1.0f, lda, ldb, ldc);
-		return;
-	}
-	blas_matmul_batched(c, a, b, m, n, k, ta, tb, beta, batch, lda, ldb, ldc, sa, sb, sc);
-}
-
-static void cpu_matmul(const struct backend *be, float *c, const float *a, const float *b,
-		       int m, int n, int k, int ta, int tb, float beta)
-{
-	int lda = ta ? m : k, ldb = tb ? k : n;
-	if (cpu_bf16) {
-		a = cpu_bf16_round(0, a, (size_t)m * k);
-		b = cpu_bf16_round(1, b, (size_t)k * n);
-	}
-	blas_matmul_batched(c, a, b, m, n, k, ta, tb, beta, 1, lda, ldb, n, 0, 0, 0);
 }
 
 /* a (n) = act(z) and dz (n) = act'(z) * da, each kind its own loop, the
@@ -170,8 +105,8 @@ static void cpu_dropout(const struct backend *be, float *y, const float *x, int 
 			    dropout_row_key(k->seed, k->step, k->row0 + (uint64_t)r), k->rate);
 }
 
-static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
-			  int cols)
+CPU_WIDE static void cpu_bias_grad(const struct backend *be, float *restrict dbias,
+				   const float *restrict dz, int rows, int cols)
 {
 	memset(dbias, 0, sizeof(float) * (size_t)cols);
 	for (int r = 0; r < rows; r++) {
@@ -185,8 +120,8 @@ static void cpu_bias_grad(const struct backend *be, float *dbias, const float *d
  * block of columns at a time (rows are long: every position of a batch). */
 #define BN_BLOCK 64
 
-static void cpu_col_moment(const struct backend *be, float *m, const float *x,
-			   const float *center, int rows, int cols, float scale)
+CPU_WIDE static void cpu_col_moment(const struct backend *be, float *m, const float *x,
+				    const float *center, int rows, int cols, float scale)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
 		int nj = cols - j0 < BN_BLOCK ? cols - j0 : BN_BLOCK;
@@ -253,9 +188,10 @@ static void cpu_bn_forward(const struct backend *be, float *y, const float *x, c
 }
 
 
-static void cpu_bn_backward_sums(const struct backend *be, float *sums, const float *dy,
-				 const float *x, const float *mean, const float *var, int rows,
-				 int cols, float eps, const float *z, enum act_kind act)
+CPU_WIDE static void cpu_bn_backward_sums(const struct backend *be, float *sums,
+					  const float *dy, const float *x, const float *mean,
+					  const float *var, int rows, int cols, float eps,
+					  const float *z, enum act_kind act)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
 		float inv[BN_BLOCK], buf[BN_BLOCK];
@@ -276,10 +212,10 @@ static void cpu_bn_backward_sums(const struct backend *be, float *sums, const fl
 	}
 }
 
-static void cpu_bn_backward(const struct backend *be, float *dx, const float *dy, const float *x,
-			    const float *mean, const float *var, const float *gamma,
-			    const float *sums, int rows, int cols, float eps, float inv_n,
-			    const float *z, enum act_kind act)
+CPU_WIDE static void cpu_bn_backward(const struct backend *be, float *dx, const float *dy,
+				     const float *x, const float *mean, const float *var,
+				     const float *gamma, const float *sums, int rows, int cols,
+				     float eps, float inv_n, const float *z, enum act_kind act)
 {
 	for (int j0 = 0; j0 < cols; j0 += BN_BLOCK) {
 		float inv[BN_BLOCK], buf[BN_BLOCK];
@@ -391,7 +327,7 @@ static int cpu_set_precision(const struct backend *be, enum precision p)
 static int cpu_device_id(const struct backend *be, char *buf, int len) { return -1; }
 
 /* The table is static; oneDNN's primitives go (made again on next use). */
-static void cpu_close(const struct backend *be) { cpu_conv_release(); }
+static void cpu_close(const struct backend *be) { cpu_dnnl_release(); }
 
 /* Denormal floats (below 1.2e-38) flushed to zero, in results and inputs,
  * on the calling thread, as TensorFlow does on the CPU: optimizer moments
@@ -437,7 +373,7 @@ const struct backend *backend_cpu(void)
 		.conv = cpu_conv2d,
 		.conv_backward_data = cpu_conv2d_backward_data,
 		.conv_backward_weights = cpu_conv2d_backward_weights,
-		.conv_kernels = cpu_conv_kernels,
+		.conv_kernels = cpu_dnnl_kernels,
 		.pool = cpu_pool,
 		.pool_backward = cpu_pool_backward,
 		.bias_grad = cpu_bias_grad,
@@ -449,6 +385,7 @@ const struct backend *backend_cpu(void)
 		.add = cpu_add,
 		.scale = cpu_scale,
 		.matmul_batched = cpu_matmul_batched,
+		.matmul_heads = cpu_matmul_heads,
 		.softmax = cpu_softmax,
 		.softmax_backward = cpu_softmax_backward,
 		.ln_forward = cpu_ln_forward,
@@ -486,6 +423,9 @@ const struct backend *backend_cpu_own(void)
 		own.conv_backward_weights = NULL;
 		own.conv_kernels = NULL;
 		own.bn_train_forward = NULL;
+		own.matmul = cpu_matmul_own;
+		own.matmul_batched = cpu_matmul_batched_own;
+		own.matmul_heads = NULL;
 	}
 	return &own;
 }

@@ -59,16 +59,10 @@ int backend_cpu_threads(int n, int local_size)
 	}
 	backend_cpu();
 	openblas_set_num_threads(n);
-	cpu_conv_threads(n);
+	cpu_dnnl_threads(n);
 	return cpu_threads = n;
 }
 
-int backend_cpu_has_bf16(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512bf16");
-#else
-	return 0;
-#endif
-}
+/* oneDNN's answer: the kernels that would run (its ONEDNN_MAX_CPU_ISA
+ * included). */
+int backend_cpu_has_bf16(void) { return cpu_dnnl_has_bf16(); }

@@ -107,6 +107,11 @@ const struct backend *backend_select(const struct config *cfg, struct comm *c)
 		user_error("--precision bf16: this CPU has no AVX512_BF16, so bf16 products would run "
 			   "slower than fp32 (their operands rounded for the fp32 kernels); "
 			   "--force-bf16 runs them anyway, for their numerics");
+	else if (bf16 && be->memory == BACKEND_HOST && backend_cpu_has_bf16() &&
+		 cfg->cpu_kernels != CPU_KERNELS_OWN)
+		log_info("--precision bf16 on the CPU: products (dense, conv2d, attention) by "
+			 "oneDNN's bf16 kernels (AVX512_BF16), fp32 sums; weights, gradients, "
+			 "optimizer slots, EMA and batch-norm statistics fp32");
 	else if (bf16 && be->memory == BACKEND_HOST)
 		log_info("--precision bf16 on the CPU: products' operands rounded to bf16 for the "
 			 "fp32 kernels (bf16 numerics, fp32 speed at best)");

@@ -115,6 +115,20 @@ void layer_attn_init(const struct layer *l, struct rng *r, float *host_w)
 		layer_glorot(l, v, r, host_w, 2, as_matrix);
 }
 
+/* Every head's product of every row: at once where the backend can
+ * (matmul_heads), else a head at a time. */
+static void heads(const struct backend *be, float *c, const float *a, const float *b, int m,
+		  int n, int k, int ta, int tb, int lda, int ldb, int ldc, const struct batch2 *bt)
+{
+	if (be->matmul_heads) {
+		be->matmul_heads(be, c, a, b, m, n, k, ta, tb, 0.0f, lda, ldb, ldc, bt);
+		return;
+	}
+	for (int h = 0; h < bt->heads; h++)
+		be->matmul_batched(be, c + h * bt->hc, a + h * bt->ha, b + h * bt->hb, m, n, k, ta,
+				   tb, 0.0f, bt->rows, lda, ldb, ldc, bt->sa, bt->sb, bt->sc);
+}
+
 /* y (R*T, D) = x (R*T, D) @ w (D, D) + b. */
 static void project(const struct backend *be, float *y, const float *x, const float *w,
 		    const float *b, int n, int d)
@@ -132,9 +146,10 @@ void layer_attn_forward(struct layer *l, const struct layer_ctx *c)
 	project(be, a.q, c->x, c->w[ATT_QK], c->w[ATT_QB], n, a.D);
 	project(be, a.k, c->x, c->w[ATT_KK], c->w[ATT_KB], n, a.D);
 	project(be, a.v, c->x, c->w[ATT_VK], c->w[ATT_VB], n, a.D);
-	for (int h = 0; h < a.H; h++) /* scores: q_h k_h^T, per row */
-		be->matmul_batched(be, a.p + (size_t)h * a.T * a.T, a.q + h * a.K, a.k + h * a.K,
-				   a.T, a.T, a.K, 0, 1, 0.0f, a.R, a.D, a.D, a.T, a.td, a.td, a.htt);
+	size_t tt = (size_t)a.T * a.T, K = (size_t)a.K;
+	/* scores: q_h k_h^T, per row */
+	heads(be, a.p, a.q, a.k, a.T, a.T, a.K, 0, 1, a.D, a.D, a.T,
+	      &(struct batch2){a.R, a.H, a.td, a.td, a.htt, K, K, tt});
 	be->softmax(be, a.p, a.p, a.R * a.H * a.T, a.T, scale, l->spec.causal);
 	const float *probs = a.p;
 	if (dropout_on(l) && c->training) {
@@ -143,9 +158,9 @@ void layer_attn_forward(struct layer *l, const struct layer_ctx *c)
 		be->dropout(be, a.pd, a.p, a.R, (int)a.htt, &key);
 		probs = a.pd;
 	}
-	for (int h = 0; h < a.H; h++) /* context: p_h v_h into o's head columns */
-		be->matmul_batched(be, a.o + h * a.K, probs + (size_t)h * a.T * a.T, a.v + h * a.K,
-				   a.T, a.K, a.T, 0, 0, 0.0f, a.R, a.T, a.D, a.D, a.htt, a.td, a.td);
+	/* context: p_h v_h into o's head columns */
+	heads(be, a.o, probs, a.v, a.T, a.K, a.T, 0, 0, a.T, a.D, a.D,
+	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
 	project(be, l->y, a.o, c->w[ATT_OK], c->w[ATT_OB], n, a.D);
 }
 
@@ -179,28 +194,23 @@ void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float
 	be->matmul(be, c->g[ATT_OK], a.o, dy, D, D, n, 1, 0, 0.0f);
 	be->bias_grad(be, c->g[ATT_OB], dy, n, D);
 	be->matmul(be, a.dout, dy, c->w[ATT_OK], n, D, D, 0, 1, 0.0f);
-	for (int h = 0; h < a.H; h++) {
-		size_t ph = (size_t)h * a.T * a.T;
-		/* d probs_h = do_h v_h^T; dv_h = probs_h^T do_h */
-		be->matmul_batched(be, a.dp + ph, a.dout + h * a.K, a.v + h * a.K, a.T, a.T, a.K, 0,
-				   1, 0.0f, a.R, D, D, a.T, a.td, a.td, a.htt);
-		be->matmul_batched(be, a.dv + h * a.K, probs + ph, a.dout + h * a.K, a.T, a.K, a.T,
-				   1, 0, 0.0f, a.R, a.T, D, D, a.htt, a.td, a.td);
-	}
+	size_t tt = (size_t)a.T * a.T, K = (size_t)a.K;
+	/* d probs_h = do_h v_h^T; dv_h = probs_h^T do_h */
+	heads(be, a.dp, a.dout, a.v, a.T, a.T, a.K, 0, 1, D, D, a.T,
+	      &(struct batch2){a.R, a.H, a.td, a.td, a.htt, K, K, tt});
+	heads(be, a.dv, probs, a.dout, a.T, a.K, a.T, 1, 0, a.T, D, D,
+	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
 	if (dropout_on(l)) { /* the same mask, from the same key */
 		struct dropout_key key = {c->seed, (uint64_t)c->step, (uint64_t)c->row0,
 					  l->spec.rate};
 		be->dropout(be, a.dp, a.dp, a.R, (int)a.htt, &key);
 	}
 	be->softmax_backward(be, a.dp, a.dp, a.p, a.R * a.H * a.T, a.T, scale);
-	for (int h = 0; h < a.H; h++) {
-		size_t ph = (size_t)h * a.T * a.T;
-		/* dq_h = ds_h k_h; dk_h = ds_h^T q_h */
-		be->matmul_batched(be, a.dq + h * a.K, a.dp + ph, a.k + h * a.K, a.T, a.K, a.T, 0, 0,
-				   0.0f, a.R, a.T, D, D, a.htt, a.td, a.td);
-		be->matmul_batched(be, a.dk + h * a.K, a.dp + ph, a.q + h * a.K, a.T, a.K, a.T, 1, 0,
-				   0.0f, a.R, a.T, D, D, a.htt, a.td, a.td);
-	}
+	/* dq_h = ds_h k_h; dk_h = ds_h^T q_h */
+	heads(be, a.dq, a.dp, a.k, a.T, a.K, a.T, 0, 0, a.T, D, D,
+	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
+	heads(be, a.dk, a.dp, a.q, a.T, a.K, a.T, 1, 0, a.T, D, D,
+	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
 	const float *dproj[3] = {a.dq, a.dk, a.dv};
 	for (int s = 0; s < 3; s++)
 		be->matmul(be, c->g[2 * s], c->x, dproj[s], D, D, n, 1, 0, 0.0f);

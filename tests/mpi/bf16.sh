@@ -1,5 +1,6 @@
 # --precision bf16 on the CPU (issue 37): a conv2d and dense model trained
-# 20 steps with bf16 products (forced: this CI's CPUs lack AVX512_BF16) has
+# 20 steps with bf16 products (oneDNN's bf16 kernels on a CPU with
+# AVX512_BF16, else forced: the operands rounded for the fp32 kernels) has
 # other weights than fp32's (the products were rounded) yet near them; 1
 # and 2 ranks agree within bf16's tolerance; the checkpoint's variables are
 # fp32; 10 steps, a stop and --resume give the bits of 20 straight.

@@ -8,9 +8,13 @@
  * The ops, and each conv2d's output and the loss of a whole model, agree
  * within 1e-5 (normwise relative: the largest difference over the largest
  * value); the model's gradients, after the backward's 20 layers, within
- * 1e-4 (ResNet-20's reach 1.2e-5). bf16's rounding and products too. */
+ * 1e-4 (ResNet-20's reach 1.2e-5). bf16's rounding and products too: on
+ * a CPU whose oneDNN multiplies bf16 (AVX512_BF16), its kernels (conv2d's,
+ * dense's and attention's products) against mtrain's rounding of the
+ * operands for the fp32 kernels, within 1e-5 (the order of the sums). */
 #include "backend.h"
 #include "backend_cpu_bf16.h"
+#include "backend_cpu_dnnl.h"
 #include "config.h"
 #include "layer_spec.h"
 #include "log.h"
@@ -308,6 +312,96 @@ static void check_bf16(void)
 	free(b);
 }
 
+/* One product, or a batch of them with strides (attention's heads: a
+ * batch of rows, operands ld apart), by both tables under bf16: oneDNN's
+ * bf16 kernels against the rounded operands' fp32 product. */
+static void check_bf16_product(int m, int n, int k, int ta, int tb, float beta, int batch,
+			       int lda, int ldb, int ldc, size_t sa, size_t sb, size_t sc)
+{
+	const struct backend *dn = backend_cpu(), *own = backend_cpu_own();
+	size_t na = (size_t)(batch - 1) * sa + (size_t)(ta ? k : m) * lda,
+	       nb = (size_t)(batch - 1) * sb + (size_t)(tb ? n : k) * ldb,
+	       nc = (size_t)(batch - 1) * sc + (size_t)m * ldc;
+	struct rng r;
+	rng_init(&r, 11, (uint64_t)(m * 131 + n * 7 + k));
+	float *a = random_buf(&r, na), *b = random_buf(&r, nb), *c0 = random_buf(&r, nc);
+	float *c[2] = {malloc(nc * sizeof(float)), malloc(nc * sizeof(float))};
+	const struct backend *be[2] = {dn, own};
+	for (int i = 0; i < 2; i++) {
+		memcpy(c[i], c0, nc * sizeof(float)); /* beta 1 adds to it */
+		if (batch == 1 && lda == (ta ? m : k) && ldb == (tb ? k : n) && ldc == n)
+			be[i]->matmul(be[i], c[i], a, b, m, n, k, ta, tb, beta);
+		else
+			be[i]->matmul_batched(be[i], c[i], a, b, m, n, k, ta, tb, beta, batch, lda,
+					      ldb, ldc, sa, sb, sc);
+	}
+	char desc[96];
+	snprintf(desc, sizeof(desc), "bf16 %dx%dx%d ta %d tb %d beta %g batch %d", m, n, k, ta, tb,
+		 beta, batch);
+	expect_close("product", desc, 0, c[0], c[1], nc, 0, TOL);
+	free(a);
+	free(b);
+	free(c0);
+	free(c[0]);
+	free(c[1]);
+}
+
+/* Attention's products of every head at once (matmul_heads) against a
+ * head at a time by mtrain's own, the scores' and dq's shapes. */
+static void check_bf16_heads(int ta, int tb)
+{
+	enum { T = 9, K = 4, D = 12, R = 3, H = 3 };
+	const struct backend *dn = backend_cpu(), *own = backend_cpu_own();
+	size_t td = T * D, htt = H * T * T, n_qk = R * td, n_p = R * htt;
+	struct rng r;
+	rng_init(&r, 12, (uint64_t)(ta * 2 + tb));
+	/* scores (tb): p = q k^T; else dq = p k, or dk = p^T q (ta) */
+	int m = T, n = tb ? T : K, k = tb ? K : T;
+	struct batch2 bt = tb ? (struct batch2){R, H, td, td, htt, K, K, T * T}
+			      : (struct batch2){R, H, htt, td, td, T * T, K, K};
+	float *a = random_buf(&r, tb ? n_qk : n_p), *b = random_buf(&r, n_qk);
+	size_t nc = tb ? n_p : n_qk;
+	float *c[2] = {calloc(nc, sizeof(float)), calloc(nc, sizeof(float))};
+	int lda = tb ? D : T, ldb = D, ldc = tb ? T : D;
+	dn->matmul_heads(dn, c[0], a, b, m, n, k, ta, tb, 0.0f, lda, ldb, ldc, &bt);
+	for (int h = 0; h < H; h++)
+		own->matmul_batched(own, c[1] + h * bt.hc, a + h * bt.ha, b + h * bt.hb, m, n, k, ta,
+				    tb, 0.0f, R, lda, ldb, ldc, bt.sa, bt.sb, bt.sc);
+	expect_close("matmul_heads", tb ? "bf16 scores" : ta ? "bf16 dk" : "bf16 dq", 0, c[0],
+		     c[1], nc, 0, TOL);
+	EXPECT(c[0][nc - 1] != 0.0f); /* the last head of the last row written */
+	free(a);
+	free(b);
+	free(c[0]);
+	free(c[1]);
+}
+
+static void check_bf16_native(void)
+{
+	if (!cpu_dnnl_has_bf16()) {
+		printf("test_onednn: this CPU's oneDNN has no bf16 kernels (no AVX512_BF16): "
+		       "their checks not run here, the rounding's were\n");
+		return;
+	}
+	const struct backend *be = backend_cpu();
+	EXPECT(be->set_precision(be, PRECISION_BF16) == 0);
+	check_bf16_product(7, 5, 300, 0, 0, 0.0f, 1, 300, 5, 5, 0, 0, 0);   /* dense */
+	check_bf16_product(33, 17, 64, 1, 0, 0.0f, 1, 33, 17, 17, 0, 0, 0); /* its kernel's gradient */
+	check_bf16_product(20, 40, 30, 0, 1, 1.0f, 1, 30, 30, 40, 0, 0, 0); /* dx, added to */
+	/* attention, 2 heads of 4 on 9 tokens, 3 rows: scores, context, dq */
+	enum { T = 9, K = 4, D = 8, R = 3, H = 2 };
+	check_bf16_product(T, T, K, 0, 1, 0.0f, R, D, D, T, T * D, T * D, H * T * T);
+	check_bf16_product(T, K, T, 0, 0, 0.0f, R, T, D, D, H * T * T, T * D, T * D);
+	check_bf16_product(T, K, T, 1, 0, 0.0f, R, T, D, D, H * T * T, T * D, T * D);
+	check_bf16_heads(0, 1);
+	check_bf16_heads(0, 0);
+	check_bf16_heads(1, 0);
+	struct window w = {.h = 14, .w = 14, .c = 32, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+			   .pt = 1, .pl = 1, .oh = 14, .ow = 14};
+	check_ops("bf16 native", 2, 3, &w, 32);
+	EXPECT(be->set_precision(be, PRECISION_FP32) == 0);
+}
+
 int main(void)
 {
 	/* ResNet-20's three stages at 4 rows, the CNN's second layer, a
@@ -319,6 +413,7 @@ int main(void)
 	check_bn(1009, 8, 1, ACT_TANH);
 	check_bf16_round();
 	check_bf16();
+	check_bf16_native();
 	check_preset("fmnist-cnn.conf", 2);
 	check_preset("fmnist-resnet.conf", 21);
 	check_preset("fmnist-vit.conf", 1);
