@@ -1,10 +1,12 @@
-/* bf16 products on the CPU (--precision bf16): a product's operands are
- * rounded to bf16 and then multiplied by the fp32 kernels. A product of
- * two bf16 values is exact in fp32 (8 significant bits each), so this
- * computes what bf16 products with fp32 accumulation compute (AVX512_BF16's
- * vdpbf16ps, CUDA's tensor cores), to the order of the sums; its speed is
- * fp32's less the rounding. Defined in backend_cpu_bf16.c and
- * backend_cpu_host.c. */
+/* bf16 products on the CPU (--precision bf16) where oneDNN has no bf16
+ * kernels (a CPU without AVX512_BF16, with --force-bf16; or
+ * --cpu-kernels own): a product's operands are rounded to bf16 and then
+ * multiplied by the fp32 kernels. A product of two bf16 values is exact in
+ * fp32 (8 significant bits each), so this computes what bf16 products
+ * with fp32 accumulation compute (AVX512_BF16's vdpbf16ps, CUDA's tensor
+ * cores), to the order of the sums; its speed is fp32's less the
+ * rounding. Where oneDNN has them, its bf16 kernels run instead
+ * (backend_cpu_dnnl.h). Defined in backend_cpu_bf16.c. */
 #pragma once
 #include "backend.h"
 
@@ -17,9 +19,10 @@ extern int cpu_bf16;
  * cleared; NaN and infinities kept) into scratch slot (0 or 1), which the
  * next call with that slot reuses. */
 const float *cpu_bf16_round(int slot, const float *x, size_t n);
-/* The CPU table's conv2d ops: oneDNN's (backend_cpu_dnnl.h), their
- * products' operands rounded under cpu_bf16 (the bias's gradient, a sum,
- * from dy as it is). Same signatures as their struct backend slots. */
+/* The CPU table's conv2d ops: oneDNN's (backend_cpu_dnnl.h), under
+ * cpu_bf16 in its bf16 kernels where it has them, else their operands
+ * rounded (the bias's gradient, a sum, from dy as it is, either way).
+ * Same signatures as their struct backend slots. */
 void cpu_conv2d(const struct backend *be, float *y, const float *x, const float *kernel,
 		const float *bias, int rows, const struct window *w, int f);
 void cpu_conv2d_backward_data(const struct backend *be, float *dx, const float *dy,

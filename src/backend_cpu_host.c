@@ -2,7 +2,6 @@
  * kernels this CPU should get, the threads a rank computes on, and whether
  * the CPU multiplies bf16 itself. */
 #include "backend.h"
-#include "backend_cpu_bf16.h"
 #include "backend_cpu_dnnl.h"
 
 #include <cblas.h>
