@@ -39,6 +39,16 @@ struct batch2 {
 	size_t ha, hb, hc;
 };
 
+/* The floats an operand of rows x cols (row-major, ld apart) spans over a
+ * batch2, from its first to its last: s from one row of the batch to the
+ * next, h from one head to the next (what a copy of it must hold). */
+static inline size_t batch2_span(int rows_of_batch, int heads, size_t s, size_t h, int rows,
+				 int cols, int ld)
+{
+	return (size_t)(rows_of_batch - 1) * s + (size_t)(heads - 1) * h +
+	       (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
+}
+
 /* Every op takes the backend itself first: its context (a CUDA stream and
  * cuBLAS handle, say) travels with it, never in a global. */
 struct backend {

@@ -41,27 +41,26 @@ const float *cpu_bf16_round(int slot, const float *x, size_t n)
 	return scratch[slot].p;
 }
 
-/* bf16 by oneDNN's own bf16 kernels where it has them, else by rounding */
-static int native(void) { return cpu_bf16 && cpu_dnnl_has_bf16(); }
+int cpu_bf16_native(void) { return cpu_bf16 && cpu_dnnl_has_bf16(); }
 
 void cpu_conv2d(const struct backend *be, float *y, const float *x, const float *kernel,
 		const float *bias, int rows, const struct window *w, int f)
 {
-	if (cpu_bf16 && !native()) {
+	if (cpu_bf16 && !cpu_bf16_native()) {
 		x = cpu_bf16_round(0, x, (size_t)rows * w->h * w->w * w->c);
 		kernel = cpu_bf16_round(1, kernel, (size_t)w->kh * w->kw * w->c * f);
 	}
-	cpu_conv(be, y, x, kernel, bias, rows, w, f, native());
+	cpu_conv(be, y, x, kernel, bias, rows, w, f, cpu_bf16_native());
 }
 
 void cpu_conv2d_backward_data(const struct backend *be, float *dx, const float *dy,
 			      const float *kernel, int rows, const struct window *w, int f)
 {
-	if (cpu_bf16 && !native()) {
+	if (cpu_bf16 && !cpu_bf16_native()) {
 		dy = cpu_bf16_round(0, dy, (size_t)rows * w->oh * w->ow * f);
 		kernel = cpu_bf16_round(1, kernel, (size_t)w->kh * w->kw * w->c * f);
 	}
-	cpu_conv_backward_data(be, dx, dy, kernel, rows, w, f, native());
+	cpu_conv_backward_data(be, dx, dy, kernel, rows, w, f, cpu_bf16_native());
 }
 
 void cpu_conv2d_backward_weights(const struct backend *be, float *dkernel, float *dbias,
@@ -73,7 +72,7 @@ void cpu_conv2d_backward_weights(const struct backend *be, float *dkernel, float
 		return;
 	}
 	/* the bias's gradient is a sum, not a product: of dy as it is */
-	if (native()) {
+	if (cpu_bf16_native()) {
 		cpu_conv_backward_weights(be, dkernel, NULL, x, dy, rows, w, f, 1);
 	} else {
 		const float *r = cpu_bf16_round(1, dy, (size_t)rows * w->oh * w->ow * f);

@@ -14,6 +14,9 @@
 
 /* Set while --precision bf16 (the CPU backend's set_precision). */
 extern int cpu_bf16;
+/* Whether bf16's products run on oneDNN's bf16 kernels now (cpu_bf16 on a
+ * CPU where oneDNN has them), not by the rounding below. */
+int cpu_bf16_native(void);
 
 /* x (n) rounded to bf16 (to nearest, ties to even, the float's low 16 bits
  * cleared; NaN and infinities kept) into scratch slot (0 or 1), which the

@@ -35,15 +35,6 @@ static struct {
 
 static void mm_release(void);
 
-/* The floats from the first of a batch of row-major matrices of rows x
- * cols, ld apart within one, s from one row of the batch to the next and
- * h from one head to the next, to the last. */
-static size_t span(const struct batch2 *bt, size_t s, size_t h, int rows, int cols, int ld)
-{
-	return (size_t)(bt->rows - 1) * s + (size_t)(bt->heads - 1) * h +
-	       (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
-}
-
 /* The layout of an operand of rows x cols (as the product reads it),
  * stored transposed or not, ld apart, s from one row of the batch to the
  * next and h from one head to the next. */
@@ -150,8 +141,9 @@ void cpu_dnnl_matmul(float *c, const float *a, const float *b, int m, int n, int
 		key.bt.sa = key.bt.sb = key.bt.sc = 0;
 	if (key.bt.heads == 1)
 		key.bt.ha = key.bt.hb = key.bt.hc = 0;
-	key.span[0] = span(&key.bt, key.bt.sa, key.bt.ha, ta ? k : m, ta ? m : k, lda);
-	key.span[1] = span(&key.bt, key.bt.sb, key.bt.hb, tb ? n : k, tb ? k : n, ldb);
+	const struct batch2 *b2 = &key.bt;
+	key.span[0] = batch2_span(b2->rows, b2->heads, b2->sa, b2->ha, ta ? k : m, ta ? m : k, lda);
+	key.span[1] = batch2_span(b2->rows, b2->heads, b2->sb, b2->hb, tb ? n : k, tb ? k : n, ldb);
 	struct mm_shape *s = mm_shape_of(&key);
 	take(s, 0, a);
 	take(s, 1, b);

@@ -37,13 +37,6 @@ static void blas_matmul_batched(float *c, const float *a, const float *b, int m,
 			    b + (size_t)i * sb, ldb, beta, c + (size_t)i * sc, ldc);
 }
 
-/* The floats from the first of a batch of row-major matrices of rows x
- * cols, ld apart within one and s from one to the next, to the last. */
-static size_t span(int batch, size_t s, int rows, int cols, int ld)
-{
-	return (size_t)(batch - 1) * s + (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
-}
-
 /* The batched products are attention's per-head ones: those within
  * cpu_small_fits (the ViT's, a GPT's of short contexts, b not transposed) go to the small
  * path, a fixed choice by shape, so that a row's result never depends on
@@ -54,8 +47,8 @@ void cpu_matmul_batched_own(const struct backend *be, float *c, const float *a, 
 			    int ldb, int ldc, size_t sa, size_t sb, size_t sc)
 {
 	if (cpu_bf16) {
-		a = cpu_bf16_round(0, a, span(batch, sa, ta ? k : m, ta ? m : k, lda));
-		b = cpu_bf16_round(1, b, span(batch, sb, tb ? n : k, tb ? k : n, ldb));
+		a = cpu_bf16_round(0, a, batch2_span(batch, 1, sa, 0, ta ? k : m, ta ? m : k, lda));
+		b = cpu_bf16_round(1, b, batch2_span(batch, 1, sb, 0, tb ? n : k, tb ? k : n, ldb));
 	}
 	if ((beta == 0.0f || beta == 1.0f) && cpu_small_fits(m, n, k, tb)) {
 		for (int i = 0; i < batch; i++)
@@ -78,15 +71,13 @@ void cpu_matmul_own(const struct backend *be, float *c, const float *a, const fl
 }
 
 /* The table's products: oneDNN's bf16 kernels under --precision bf16 where
- * the CPU has them (attention's heads all at once, each operand converted
- * once), else mtrain's (OpenBLAS's, the small path's). */
-static int native_bf16(void) { return cpu_bf16 && cpu_dnnl_has_bf16(); }
-
+ * the CPU has them (cpu_bf16_native; attention's heads all at once, each
+ * operand converted once), else mtrain's (OpenBLAS's, the small path's). */
 void cpu_matmul_batched(const struct backend *be, float *c, const float *a, const float *b, int m,
 			int n, int k, int ta, int tb, float beta, int batch, int lda, int ldb,
 			int ldc, size_t sa, size_t sb, size_t sc)
 {
-	if (native_bf16())
+	if (cpu_bf16_native())
 		cpu_dnnl_matmul(c, a, b, m, n, k, ta, tb, beta, lda, ldb, ldc,
 				&(struct batch2){batch, 1, sa, sb, sc, 0, 0, 0}, 1);
 	else
@@ -98,7 +89,7 @@ void cpu_matmul_heads(const struct backend *be, float *c, const float *a, const 
 		      int n, int k, int ta, int tb, float beta, int lda, int ldb, int ldc,
 		      const struct batch2 *bt)
 {
-	if (native_bf16()) {
+	if (cpu_bf16_native()) {
 		cpu_dnnl_matmul(c, a, b, m, n, k, ta, tb, beta, lda, ldb, ldc, bt, 1);
 		return;
 	}
@@ -110,7 +101,7 @@ void cpu_matmul_heads(const struct backend *be, float *c, const float *a, const 
 void cpu_matmul(const struct backend *be, float *c, const float *a, const float *b, int m, int n,
 		int k, int ta, int tb, float beta)
 {
-	if (native_bf16())
+	if (cpu_bf16_native())
 		cpu_dnnl_matmul(c, a, b, m, n, k, ta, tb, beta, ta ? m : k, tb ? k : n, n, NULL, 1);
 	else
 		cpu_matmul_own(be, c, a, b, m, n, k, ta, tb, beta);
