@@ -1,8 +1,7 @@
 /* A data file as the reader child sees it: its layout checked through
  * HDF5 (x and y, their shapes, dtypes and classes) and, to load, its rows
- * read and checked (dataset_read_here), which dataset.c runs in the child;
- * the file's identity, and what a data set holds freed, which every
- * reader of data files takes from here. */
+ * read and checked (dataset_read_here), which dataset_load.c runs in the
+ * child. */
 #include "dataset.h"
 #include "dataset_io.h"
 #include "check.h"
@@ -17,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -348,49 +346,6 @@ static int read_inputs(struct dataset *d, hid_t file, int part, int parts)
 out:
 	ds_close(&h);
 	return rc;
-}
-
-void dataset_identity(const struct stat *st, long long id[4])
-{
-	id[ID_DEV] = (long long)st->st_dev;
-	id[ID_INO] = (long long)st->st_ino;
-	id[ID_SIZE] = (long long)st->st_size;
-	id[ID_MTIME] = (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
-}
-
-void dataset_unmap(struct dataset *d)
-{
-	if (d->map)
-		munmap((void *)d->map, d->map_len);
-	d->map = NULL;
-	d->map_len = 0;
-}
-
-/* Closes what dataset_open opened: the file, its mapping, and HDF5's
- * handles of it. */
-static void close_stream(struct dataset *d)
-{
-	if (d->fd >= 0)
-		close(d->fd);
-	dataset_unmap(d);
-	for (int i = H5_Y; i >= H5_FILE; i--)
-		if (d->h5[i] > 0)
-			(i == H5_FILE ? H5Fclose : H5Dclose)(d->h5[i]);
-	d->fd = -1;
-	memset(d->h5, 0, sizeof(d->h5));
-	d->streamed = 0;
-}
-
-void dataset_free(struct dataset *d)
-{
-	if (d->streamed)
-		close_stream(d);
-	free(d->x8);
-	free(d->xf);
-	free(d->y);
-	d->x8 = NULL;
-	d->xf = NULL;
-	d->y = NULL;
 }
 
 int dataset_read_here(struct dataset *d, const char *path, int part, int parts, int streamed,

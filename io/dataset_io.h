@@ -1,6 +1,8 @@
-/* What io/dataset.c (loading in a child), dataset_file.c (the file's
- * layout and rows, read through HDF5), dataset_write.c and
- * dataset_stream.c (streamed reading) share; not for other modules. */
+/* What io/dataset.c (a set held, gathered and freed), dataset_load.c
+ * (loading in a child), dataset_file.c (the file's layout and rows, read
+ * through HDF5), dataset_bytes.c (a file's bytes where they lie),
+ * dataset_tokens.c (token windows), dataset_write.c and dataset_stream.c
+ * (streamed reading) share; not for other modules. */
 #pragma once
 #include "dataset.h"
 
@@ -39,6 +41,17 @@ int dataset_read_here(struct dataset *d, const char *path, int part, int parts, 
  * has them) stored whole, of uint8, uint16 or int32, and the attributes
  * vocab_size and tokenizer. 0, or -1 with a user_error. */
 int dataset_tokens_layout(struct dataset *d, int64_t file, int part, int parts);
+/* Dataset name of len bytes at offset at (-1: not stored whole) lies
+ * within d's file. 0, or -1 with a user_error. */
+int dataset_within(const struct dataset *d, const char *name, long long at, double len);
+/* Maps d's file (d->map) when x is stored whole and the file is at most
+ * DATASET_MAP_MAX bytes; where it is not mapped, dataset_read_at preads. */
+void dataset_map_file(struct dataset *d);
+/* len bytes at offset at of the mapped file into buf, or, with scale, as
+ * many uint8 values scaled into the floats at buf (dataset_scale_u8); the
+ * file cut short under the copy is a line in why. 0 or -1. */
+int dataset_map_copy(const struct dataset *d, long long at, void *buf, size_t len, int scale,
+		     const char *name, long row, long count, char *why);
 /* len bytes at offset at of d's file into buf (mapped, or pread), for rows
  * [row, row + count) of name (the line in why names them). 0 or -1. */
 int dataset_read_at(const struct dataset *d, long long at, void *buf, size_t len,
