@@ -38,12 +38,14 @@ static json_t *tensor_shape(const int out[3], enum keras_rank r)
 	return s;
 }
 
-/* The Keras tensor the layer or operation `from` made (its shape out). */
-static json_t *keras_tensor(const char *from, const int out[3], enum keras_rank r)
+/* The Keras tensor the layer or operation `from` made when called for
+ * the node-th time (0: the first; a tied embedding's reverse call is its
+ * second), its shape out. */
+static json_t *keras_tensor(const char *from, int node, const int out[3], enum keras_rank r)
 {
 	return json_pack("{s:s, s:{s:o, s:s, s:[s, i, i]}}", "class_name", "__keras_tensor__",
 			 "config", "shape", tensor_shape(out, r), "dtype", "float32",
-			 "keras_history", from, 0, 0);
+			 "keras_history", from, node, 0);
 }
 
 static json_t *pair(int a) { return json_pack("[i, i]", a, a); }
@@ -223,16 +225,29 @@ static const char *layer_args(const struct model *m, int i, enum keras_rank in,
 		json_object_set_new(cfg, "target_shape", json_pack("[i, i]", l->out[1], l->out[2]));
 		return NULL;
 	case LAYER_EMBEDDING:
-		/* a flat row of token ids (Keras casts them to integers) */
+		/* a flat row of token ids (Keras casts them to integers); when
+		 * an unembed takes its table too, keras_hub's
+		 * ReversibleEmbedding with tied weights, which keras_model_config
+		 * calls again with reverse=True for the unembed: one variable,
+		 * "embeddings", as Keras' Embedding holds it */
 		call->cls = "Embedding";
 		call->rank = RANK_SEQ;
 		json_object_set_new(cfg, "input_dim", json_integer(l->vocab));
 		json_object_set_new(cfg, "output_dim", json_integer(s->units));
+		if (l->lends) {
+			call->cls = "ReversibleEmbedding";
+			call->module = "keras_hub.src.layers.modeling.reversible_embedding";
+			call->registered = "keras_hub>ReversibleEmbedding";
+			json_object_set_new(cfg, "tie_weights", json_true());
+			json_object_set_new(cfg, "reverse_dtype", json_null());
+			json_object_set_new(cfg, "logit_soft_cap", json_null());
+		}
 		return NULL;
 	case LAYER_UNEMBED:
-		return "is the embedding's table used again (tied embeddings: keras_hub's "
-		       "ReversibleEmbedding called with reverse=True), which this export does not "
-		       "write (--format safetensors holds every variable by its name)";
+		/* not a layer of its own: keras_model_config calls the lending
+		 * embedding again */
+		call->rank = RANK_SEQ;
+		return NULL;
 	case LAYER_ACT:
 	case LAYER_KIND_COUNT:
 		break;
@@ -289,6 +304,9 @@ char *keras_model_config(const struct model *m)
 		if (reads_image(&m->layer[i]))
 			input = RANK_IMAGE;
 	json_t *layers = json_array();
+	json_t *entry[MODEL_MAX_LAYERS] = {0}; /* each layer's, borrowed from layers */
+	int node[MODEL_MAX_LAYERS] = {0};      /* which call of out_name[i] made its output */
+	int lender = -1;                       /* the embedding an unembed calls again */
 	json_array_append_new(layers,
 			      json_pack("{s:s, s:s, s:{s:o, s:s, s:s}, s:n, s:s, s:[]}", "module",
 					"keras.layers", "class_name", "InputLayer", "config",
@@ -304,9 +322,10 @@ char *keras_model_config(const struct model *m)
 		 * posembed) before it made. */
 		for (int k = 0; k < l->n_src; k++) {
 			int src = l->src[k];
-			json_array_append_new(args, src < 0 ? keras_tensor(KERAS_INPUT_NAME, m->in, input)
-							    : keras_tensor(out_name[src], m->layer[src].out,
-									   rank[src]));
+			json_array_append_new(args,
+					      src < 0 ? keras_tensor(KERAS_INPUT_NAME, 0, m->in, input)
+						      : keras_tensor(out_name[src], node[src],
+								     m->layer[src].out, rank[src]));
 		}
 		enum keras_rank in = l->src[0] < 0 ? input : rank[l->src[0]];
 		struct keras_call call = {0};
@@ -317,21 +336,35 @@ char *keras_model_config(const struct model *m)
 			break;
 		}
 		rank[i] = call.rank;
+		if (l->spec.kind == LAYER_EMBEDDING && l->lends && lender < 0)
+			lender = i;
+		if (l->spec.kind == LAYER_UNEMBED) {
+			/* the tied embedding's second call: its inbound nodes in
+			 * order, so its output is node 1's */
+			json_t *nodes = json_object_get(entry[lender], "inbound_nodes");
+			json_array_append_new(nodes, json_pack("{s:o, s:{s:b}}", "args", args, "kwargs",
+							       "reverse", 1));
+			snprintf(out_name[i], PARAM_NAME_LEN, "%s", names[lender]);
+			node[i] = (int)json_array_size(nodes) - 1;
+			json_decref(cfg);
+			continue;
+		}
 		snprintf(out_name[i], PARAM_NAME_LEN, "%s", names[i]);
 		/* An add is called on the list of its inputs, attention on its
 		 * input twice, the others on one. */
 		if (call.twice)
 			json_array_append(args, json_array_get(args, 0));
 		json_t *x = json_incref(json_array_get(args, 0));
-		json_array_append_new(layers, layer_entry(&call, names[i], cfg,
-							  l->n_src > 1 ? json_pack("[o]", args) : args,
-							  call.kwargs));
+		entry[i] = layer_entry(&call, names[i], cfg, l->n_src > 1 ? json_pack("[o]", args) : args,
+				       call.kwargs);
+		json_array_append_new(layers, entry[i]);
 		if (call.adds_input) { /* x + layer(x): an Add named after the layer */
 			struct keras_call add = {.cls = "Add"};
 			snprintf(out_name[i], PARAM_NAME_LEN, "%.80s_add", names[i]);
 			json_array_append_new(
 				layers, layer_entry(&add, out_name[i], json_object(),
-						    json_pack("[[o, o]]", x, keras_tensor(names[i], l->out, rank[i])),
+						    json_pack("[[o, o]]", x,
+							      keras_tensor(names[i], 0, l->out, rank[i])),
 						    NULL));
 		} else {
 			json_decref(x);
@@ -354,7 +387,8 @@ char *keras_model_config(const struct model *m)
 		struct keras_call act = {.cls = "Activation"};
 		json_object_set_new(softmax, "activation", json_string("softmax"));
 		json_array_append_new(layers, layer_entry(&act, KERAS_SOFTMAX_NAME, softmax,
-							  json_pack("[o]", keras_tensor(out, m->layer[last].out,
+							  json_pack("[o]", keras_tensor(out, node[last],
+											m->layer[last].out,
 											rank[last])),
 							  NULL));
 		out = KERAS_SOFTMAX_NAME;

@@ -1,6 +1,7 @@
 /* keras.h's variables: where each variable of an mtrain model lives in
  * Keras' weights file ("<layer>/vars/<i>", or a sublayer's
- * "<layer>/<sublayer>/vars/<i>"), for the export (keras_layer_vars) and
+ * "<layer>/<sublayer>/vars/<i>", <layer> the group Keras names by the
+ * layer's class), for the export (keras_layer_vars) and
  * for --init-from (keras_var_keys), both from keras_var_place: one
  * mapping, both ways. */
 #include "keras.h"
@@ -41,6 +42,31 @@ static void keras_var_place(const struct layer *l, int v, const struct sublayer 
 	}
 }
 
+/* Layer i's group in Keras' weights file into out: Keras 3 names a
+ * layer's group by its class (snake case, counted in the model's order),
+ * not by the layer's name. mtrain's names count each kind the same way,
+ * but for a tied embedding: Keras' class is ReversibleEmbedding
+ * ("reversible_embedding"), and the embeddings after it count from
+ * "embedding" again. */
+static void group_name(const struct model *m, int i, const char (*names)[PARAM_NAME_LEN],
+		       char *out)
+{
+	const struct layer *l = &m->layer[i];
+	snprintf(out, PARAM_NAME_LEN, "%.80s", names[i]);
+	if (l->spec.kind != LAYER_EMBEDDING)
+		return;
+	int before = 0, lent = 0;
+	for (int j = 0; j < i; j++)
+		if (m->layer[j].spec.kind == LAYER_EMBEDDING)
+			*(m->layer[j].lends ? &lent : &before) += 1;
+	if (l->lends)
+		snprintf(out, PARAM_NAME_LEN, "reversible_embedding");
+	else if (lent && before)
+		snprintf(out, PARAM_NAME_LEN, "embedding_%d", before);
+	else if (lent)
+		snprintf(out, PARAM_NAME_LEN, "embedding");
+}
+
 /* The registry entry at offset, or -1. */
 static int param_at(const struct params *reg, size_t offset)
 {
@@ -56,15 +82,18 @@ void keras_var_keys(const struct model *m, char (*keys)[PARAM_NAME_LEN])
 	model_layer_names(m, names);
 	for (int p = 0; p < m->reg.n; p++)
 		snprintf(keys[p], PARAM_NAME_LEN, "%s", m->reg.p[p].name);
-	for (int i = 0; i < m->n_layers; i++)
+	for (int i = 0; i < m->n_layers; i++) {
+		char group[PARAM_NAME_LEN];
+		group_name(m, i, names, group);
 		for (int v = 0; v < m->layer[i].n_vars && !m->layer[i].borrows; v++) {
 			int p = param_at(&m->reg, m->layer[i].var[v]), index;
 			const struct sublayer *sub;
 			keras_var_place(&m->layer[i], v, &sub, &index);
 			if (p >= 0)
-				snprintf(keys[p], PARAM_NAME_LEN, "%.60s%s%s/vars/%d", names[i],
+				snprintf(keys[p], PARAM_NAME_LEN, "%.60s%s%s/vars/%d", group,
 					 sub ? "/" : "", sub ? sub->group : "", index);
 		}
+	}
 }
 
 int keras_group_room(const struct model *m) { return (m->n_layers + 2) * GROUPS_PER_LAYER; }
@@ -95,10 +124,12 @@ int keras_layer_vars(const struct model *m, const float *host_w, int whole,
 	groups[0] = (struct keras_layer_vars){.name = names[0]};
 	int n = 1, used = 0;
 	for (int i = 0; i < m->n_layers; i++) {
+		if (m->layer[i].borrows) /* unembed: the embedding's second call, no layer */
+			continue;
 		int first = n++;
-		snprintf(names[first], PARAM_NAME_LEN, "%s", layer[i]);
+		group_name(m, i, layer, names[first]);
 		groups[first] = (struct keras_layer_vars){.name = names[first]};
-		for (int v = 0; v < m->layer[i].n_vars && !m->layer[i].borrows; v++) {
+		for (int v = 0; v < m->layer[i].n_vars; v++) {
 			int p = param_at(&m->reg, m->layer[i].var[v]), index;
 			if (p < 0)
 				continue;
