@@ -4,7 +4,7 @@
  * that holds the vocabulary (uint8, uint16, else int32), with the
  * attributes vocab_size and tokenizer ("bytes": a token per byte). A row is
  * a window of T + 1 tokens: its inputs the first T, its labels the T after
- * each, read from the page cache as image rows are (dataset_stream.c). The
+ * each, read from the page cache as image rows are (dataset_bytes.c). The
  * importers that write them are tokens_import.c. */
 #include "dataset.h"
 #include "dataset_io.h"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 /* Stored whole and uncompressed (contiguous): a row is read by offset,
- * with one pread, from the page cache (dataset_stream.c). attr, when not
+ * with one pread, from the page cache (dataset_bytes.c). attr, when not
  * NULL, is the dataset's integer attribute of that name, *value. 0, or -1
  * when HDF5 failed (on a new file: the disk did, errno says why). A small
  * dataset's bytes wait in HDF5's sieve buffer until its close, so the
