@@ -75,8 +75,7 @@ ranks 2 --model "$tied" --data text.h5 --context 16 --batch 8 --init-from tied.k
 	--ckpt-dir init --metrics init.jsonl >init.out 2>init.err || { cat init.err; fail "--init-from tied.keras"; }
 grep -q "^init-from tied.keras (.*): 20 variables from it, 0 left fresh" init.out ||
 	{ cat init.out; fail "--init-from tied.keras: not the tied GPT's 20 variables taken"; }
-read -r loss acc < <(grep '"event":"eval"' init.jsonl | grep '"step":0,' |
-	sed -n 's/.*"raw_loss":\([0-9.e-]*\).*"raw_acc":\([0-9.e-]*\).*/\1 \2/p')
+read -r loss acc < <(step0 init.jsonl)
 echo "--init-from tied.keras: step 0 loss $loss acc $acc; mtrain eval $eloss $eacc"
 [ "$(printf '%.4f %.4f' "$loss" "$acc")" = "$eloss $eacc" ] ||
 	fail "--init-from tied.keras: step 0 loss $loss acc $acc, mtrain eval $eloss $eacc"

@@ -37,11 +37,6 @@ read -r kloss kacc <keras.txt
 model=conv2d:16:3,batchnorm,relu,maxpool2d:2,flatten,dense:64,relu,dense
 RUN=(--model $model --input-shape 28,28,1 --data train.h5 --eval-data test.h5 --device cpu --batch 64)
 
-# step0 METRICS: "loss acc" of the evaluation before the first step.
-step0() {
-	grep '"event":"eval"' "$1" | grep '"step":0,' |
-		sed -n 's/.*"raw_loss":\([0-9.e-]*\).*"raw_acc":\([0-9.e-]*\).*/\1 \2/p'
-}
 for f in k.weights.h5 k.keras; do
 	ranks 2 "${RUN[@]}" --init-from $f --steps 30 --ckpt-dir ck-$f --metrics $f.jsonl >$f.out ||
 		fail "--init-from $f: the run failed"

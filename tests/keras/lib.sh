@@ -36,6 +36,13 @@ export_all() {
 		{ cat inspect.txt; fail "inspect shows no $layers-layer model"; }
 }
 
+# step0 METRICS: "loss acc" of a run's evaluation before its first step
+# (raw weights), from its --metrics file; nothing when there was none.
+step0() {
+	grep '"event":"eval"' "$1" | grep '"step":0,' |
+		sed -n 's/.*"raw_loss":\([0-9.e-]*\).*"raw_acc":\([0-9.e-]*\).*/\1 \2/p'
+}
+
 # keras ARGS...: Python in Keras' venv with agree.py's agree() and
 # eval_figures() importable, the program from stdin.
 keras() { PYTHONPATH=$here "$KPY" - "$@"; }

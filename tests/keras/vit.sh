@@ -93,10 +93,6 @@ PY
 
 # (d) --init-from the exported .keras, and from Keras' own save of the
 # same weights: the evaluation before the first step is mtrain eval's.
-step0() {
-	grep '"event":"eval"' "$1" | grep '"step":0,' |
-		sed -n 's/.*"raw_loss":\([0-9.e-]*\).*"raw_acc":\([0-9.e-]*\).*/\1 \2/p'
-}
 for f in raw.keras:raw keras_own.weights.h5:ema; do
 	file=${f%:*} which=${f#*:}
 	read -r eloss eacc < <(sed -n "s/.* $which loss \([0-9.]*\) acc \([0-9.]*\) .*/\1 \2/p" eval.txt)
