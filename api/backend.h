@@ -39,6 +39,15 @@ struct batch2 {
 	size_t ha, hb, hc;
 };
 
+/* Self-attention's shape for the fused ops: rows of T tokens, H heads of
+ * K values each (a row's width D = H K), the scores' scale and whether
+ * the causal mask applies. */
+struct attn_dims {
+	int rows, T, H, K;
+	float scale;
+	int causal;
+};
+
 /* The floats an operand of rows x cols (row-major, ld apart) spans over a
  * batch2, from its first to its last: s from one row of the batch to the
  * next, h from one head to the next (what a copy of it must hold). */
@@ -191,6 +200,17 @@ struct backend {
 	void (*matmul_heads)(const struct backend *be, float *c, const float *a, const float *b,
 			     int m, int n, int k, int ta, int tb, float beta, int lda, int ldb,
 			     int ldc, const struct batch2 *bt);
+	/* Attention's heads fused, a row and a head at a time with its scores
+	 * in cache (optional: NULL, or a return of 0, and the attention layer
+	 * composes matmul_heads and softmax). q, k, v, o (R, T, D), head h in
+	 * columns h K .. h K + K - 1 (D = H K); p (R, H, T, T):
+	 * p_h = softmax(scale q_h k_h^T, causal), o_h = p_h v_h. */
+	int (*attn_forward)(const struct backend *be, float *o, float *p, const float *q,
+			    const float *k, const float *v, const struct attn_dims *d);
+	/* Its backward from p and do (R, T, D): dq, dk, dv (R, T, D). */
+	int (*attn_backward)(const struct backend *be, float *dq, float *dk, float *dv,
+			     const float *dout, const float *q, const float *k, const float *v,
+			     const float *p, const struct attn_dims *d);
 	/* y (R,C) = softmax(scale * x) over each row; with causal, row r is
 	 * query i = r % C of a C x C block and its keys j > i get 0
 	 * (attn_masked). y may alias x. */

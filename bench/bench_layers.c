@@ -17,7 +17,8 @@
  * layer_backward, each timed alone; then each of the layers' products as a
  * bare cblas_sgemm on buffers of its own: dense's and conv2d's, and
  * attention's, its heads' products one call a product as the backend's
- * matmul_batched makes them. A figure is the median over the repeats of one
+ * matmul_batched makes them (where the backend fuses the heads, the fused
+ * ops, softmax and all, count as the layer's products). A figure is the median over the repeats of one
  * layer's (or product's) time, summed over the layers of a kind. Letters:
  * R rows per step, D input values per row (a token's on a sequence of T). */
 #include "backend.h"
@@ -83,6 +84,27 @@ static void timed_matmul_heads(const struct backend *be, float *c, const float *
 	double t0 = bench_now();
 	g_cpu->matmul_heads(g_cpu, c, a, b, m, n, k, ta, tb, beta, lda, ldb, ldc, bt);
 	g_mm_s += bench_now() - t0;
+}
+
+/* The fused heads (backend.h's attn_forward, attn_backward): their
+ * products with the softmax between them, counted as products. */
+static int timed_attn_forward(const struct backend *be, float *o, float *p, const float *q,
+			      const float *k, const float *v, const struct attn_dims *d)
+{
+	double t0 = bench_now();
+	int done = g_cpu->attn_forward(g_cpu, o, p, q, k, v, d);
+	g_mm_s += bench_now() - t0;
+	return done;
+}
+
+static int timed_attn_backward(const struct backend *be, float *dq, float *dk, float *dv,
+			       const float *dout, const float *q, const float *k, const float *v,
+			       const float *p, const struct attn_dims *d)
+{
+	double t0 = bench_now();
+	int done = g_cpu->attn_backward(g_cpu, dq, dk, dv, dout, q, k, v, p, d);
+	g_mm_s += bench_now() - t0;
+	return done;
 }
 
 /* One step as model_forward then model_backward make it, each layer timed
@@ -372,6 +394,10 @@ int main(int argc, char **argv)
 	timed.matmul_batched = timed_matmul_batched;
 	if (g_cpu->matmul_heads)
 		timed.matmul_heads = timed_matmul_heads;
+	if (g_cpu->attn_forward) {
+		timed.attn_forward = timed_attn_forward;
+		timed.attn_backward = timed_attn_backward;
+	}
 	struct times *t = malloc(sizeof(*t));
 	if (!t)
 		return 1;

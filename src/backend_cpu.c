@@ -386,6 +386,8 @@ const struct backend *backend_cpu(void)
 		.scale = cpu_scale,
 		.matmul_batched = cpu_matmul_batched,
 		.matmul_heads = cpu_matmul_heads,
+		.attn_forward = cpu_attn_forward,
+		.attn_backward = cpu_attn_backward,
 		.softmax = cpu_softmax,
 		.softmax_backward = cpu_softmax_backward,
 		.ln_forward = cpu_ln_forward,

@@ -8,74 +8,24 @@
 #include <math.h>
 #include <string.h>
 
-/* A row's sums and maxima in LANES running values, one per column mod
- * LANES, then added in a fixed tree: the loops vectorise (a single running
- * sum would be a chain the compiler must not reorder), and the order of
- * the additions is the same on every run and every CPU. */
-#define LANES 8
-
-static inline float lanes_total(const float *acc)
-{
-	return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
-
-/* The sum of a (n) times b (n), or of a alone with b NULL. */
-static inline float row_dot(const float *a, const float *b, int n)
-{
-	float acc[LANES] = {0};
-	int j = 0;
-	if (b) {
-		for (; j + LANES <= n; j += LANES)
-			for (int l = 0; l < LANES; l++)
-				acc[l] += a[j + l] * b[j + l];
-		for (; j < n; j++)
-			acc[j % LANES] += a[j] * b[j];
-	} else {
-		for (; j + LANES <= n; j += LANES)
-			for (int l = 0; l < LANES; l++)
-				acc[l] += a[j + l];
-		for (; j < n; j++)
-			acc[j % LANES] += a[j];
-	}
-	return lanes_total(acc);
-}
-
 CPU_WIDE void cpu_softmax(const struct backend *be, float *y, const float *x, int rows, int cols,
 		 float scale, int causal)
 {
-	for (int r = 0; r < rows; r++) {
-		const float *xr = x + (size_t)r * cols;
-		float *yr = y + (size_t)r * cols;
-		int q = r % cols, last = causal ? q : cols - 1; /* keys up to last */
-		float top[LANES], mx = xr[0] * scale; /* a maximum: any order gives it */
-		int j = 0;
-		for (int l = 0; l < LANES; l++)
-			top[l] = mx;
-		for (; j + LANES <= last + 1; j += LANES)
-			for (int l = 0; l < LANES; l++)
-				top[l] = xr[j + l] * scale > top[l] ? xr[j + l] * scale : top[l];
-		for (; j <= last; j++)
-			mx = xr[j] * scale > mx ? xr[j] * scale : mx;
-		for (int l = 0; l < LANES; l++)
-			mx = top[l] > mx ? top[l] : mx;
-		for (j = 0; j <= last; j++) /* vectorises: mt_expf is inline */
-			yr[j] = mt_expf(xr[j] * scale - mx);
-		float inv = 1.0f / row_dot(yr, NULL, last + 1);
-		for (j = 0; j < cols; j++)
-			yr[j] = attn_masked(causal, q, j) ? 0.0f : yr[j] * inv;
+	for (int r = 0; r < rows;) { /* blocks that start a C x C block's query */
+		int q = r % cols, n = cols - q < SOFTMAX_BLOCK ? cols - q : SOFTMAX_BLOCK;
+		n = rows - r < n ? rows - r : n;
+		softmax_rows(y + (size_t)r * cols, (size_t)cols, x + (size_t)r * cols,
+			     (size_t)cols, n, cols, q, scale, causal);
+		r += n;
 	}
 }
 
 CPU_WIDE void cpu_softmax_backward(const struct backend *be, float *dx, const float *dy, const float *y,
 			  int rows, int cols, float scale)
 {
-	for (int r = 0; r < rows; r++) {
-		const float *dyr = dy + (size_t)r * cols, *yr = y + (size_t)r * cols;
-		float *dxr = dx + (size_t)r * cols;
-		float dot = row_dot(dyr, yr, cols);
-		for (int j = 0; j < cols; j++)
-			dxr[j] = softmax_dx(yr[j], dyr[j], dot, scale);
-	}
+	for (int r = 0; r < rows; r++)
+		softmax_backward_row(dx + (size_t)r * cols, dy + (size_t)r * cols,
+				     y + (size_t)r * cols, cols, scale);
 }
 
 CPU_WIDE void cpu_ln_forward(const struct backend *be, float *y, float *mean, float *rstd, const float *x,

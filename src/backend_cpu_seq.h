@@ -5,6 +5,8 @@
 #pragma once
 #include "backend.h"
 
+#include <string.h>
+
 /* A hot loop compiled twice, for AVX2 (8 floats at a time) and for the
  * baseline (SSE2's 4), the CPU choosing at load time. The same float
  * operations in either (no FMA is enabled, no sum is reordered): the same
@@ -20,6 +22,142 @@
  * baseline. For the loops GCC's vectoriser leaves scalar. */
 typedef float vf8 __attribute__((vector_size(32), aligned(4), may_alias));
 
+/* A row's sums and maxima in LANES running values, one per column mod
+ * LANES, then added in a fixed tree: the loops vectorise (a single running
+ * sum would be a chain the compiler must not reorder), and the order of
+ * the additions is the same on every run and every CPU. */
+#define LANES 8
+
+static inline float lanes_total(const float *acc)
+{
+	return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+/* The sum of a (n) times b (n), or of a alone with b NULL. */
+static inline float row_dot(const float *a, const float *b, int n)
+{
+	float acc[LANES] = {0};
+	int j = 0;
+	if (b) {
+		for (; j + LANES <= n; j += LANES)
+			for (int l = 0; l < LANES; l++)
+				acc[l] += a[j + l] * b[j + l];
+		for (; j < n; j++)
+			acc[j % LANES] += a[j] * b[j];
+	} else {
+		for (; j + LANES <= n; j += LANES)
+			for (int l = 0; l < LANES; l++)
+				acc[l] += a[j + l];
+		for (; j < n; j++)
+			acc[j % LANES] += a[j];
+	}
+	return lanes_total(acc);
+}
+
+/* Eight 32-bit integers, for vf8's comparisons and bit patterns. */
+typedef int vi8 __attribute__((vector_size(32), aligned(4), may_alias));
+
+/* Eight copies of f; a where m's lane is set (all ones, as comparisons
+ * give), else b. Macros, as expf8 takes a pointer: no vector crosses a
+ * call, whose convention differs between CPU_WIDE's two clones. */
+#define SPLAT8(f) ((vf8){(f), (f), (f), (f), (f), (f), (f), (f)})
+#define SELECT8(m, a, b) ((vf8)(((vi8)(a) & (m)) | ((vi8)(b) & ~(m))))
+
+/* *x = mt_expf (mathfn.h) of eight floats: the same operations in the
+ * same order, so the same bits as eight calls. */
+static inline __attribute__((always_inline)) void expf8(vf8 *xp)
+{
+	vf8 x = *xp, lo = SPLAT8(-87.0f), hi = SPLAT8(88.0f);
+	x = SELECT8(x < lo, lo, x);
+	x = SELECT8(x > hi, hi, x);
+	vf8 n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+	vf8 r = (x - n * 0.693145751953125f) - n * 1.42860676533018704e-6f;
+	vf8 p = SPLAT8(1.0f / 5040.0f);
+	p = p * r + 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	vi8 e = (__builtin_convertvector(n, vi8) + 127) << 23;
+	*xp = p * (vf8)e;
+}
+
+/* The most rows softmax_rows takes at once. */
+#define SOFTMAX_BLOCK 64
+
+/* Rows of a softmax (cpu_softmax's): row i of y (ld ldy) from row i of x
+ * (ld ldx), query q0 + i, the keys after it masked when causal; y may be
+ * x. In three passes over the block (the maxima, the exponentials and
+ * sums, the scaling), so that one row's chain of max, exp, sum and
+ * division overlaps the next row's rather than waiting on it. Eight keys
+ * at a time (a row's last few one by one); lane l of a row's sum adds keys
+ * l, l + 8, ... in order, then lanes_total, as row_dot. */
+static inline __attribute__((always_inline)) void softmax_rows(float *y, size_t ldy,
+							       const float *x, size_t ldx,
+							       int rows, int cols, int q0,
+							       float scale, int causal)
+{
+	float mx[SOFTMAX_BLOCK], inv[SOFTMAX_BLOCK];
+	for (int i = 0; i < rows; i++) {
+		const float *xr = x + i * ldx;
+		int n = causal ? q0 + i + 1 : cols, j; /* the keys the query sees */
+		float x0 = xr[0] * scale;
+		vf8 top = SPLAT8(x0); /* a maximum: any order gives it */
+		for (j = 0; j + LANES <= n; j += LANES) {
+			vf8 s = *(const vf8 *)(xr + j) * scale;
+			top = SELECT8(s > top, s, top);
+		}
+		float m = top[0];
+		for (int l = 1; l < LANES; l++)
+			m = top[l] > m ? top[l] : m;
+		for (; j < n; j++)
+			m = xr[j] * scale > m ? xr[j] * scale : m;
+		mx[i] = m;
+	}
+	for (int i = 0; i < rows; i++) {
+		const float *xr = x + i * ldx;
+		float *yr = y + i * ldy;
+		int n = causal ? q0 + i + 1 : cols, j;
+		vf8 sum8 = {0};
+		for (j = 0; j + LANES <= n; j += LANES) {
+			vf8 e = *(const vf8 *)(xr + j) * scale - mx[i];
+			expf8(&e);
+			*(vf8 *)(yr + j) = e;
+			sum8 += e;
+		}
+		float sum[LANES];
+		memcpy(sum, &sum8, sizeof(sum));
+		for (; j < n; j++) {
+			yr[j] = mt_expf(xr[j] * scale - mx[i]);
+			sum[j % LANES] += yr[j];
+		}
+		inv[i] = 1.0f / lanes_total(sum);
+	}
+	for (int i = 0; i < rows; i++) {
+		float *yr = y + i * ldy;
+		int n = causal ? q0 + i + 1 : cols, j;
+		for (j = 0; j + LANES <= n; j += LANES)
+			*(vf8 *)(yr + j) *= inv[i];
+		for (; j < n; j++)
+			yr[j] *= inv[i];
+		for (; j < cols; j++) /* the mask's keys */
+			yr[j] = 0.0f;
+	}
+}
+
+/* One row of cpu_softmax_backward: dxr (cols) from dyr and the output yr;
+ * dxr may be dyr. */
+static inline __attribute__((always_inline)) void
+softmax_backward_row(float *dxr, const float *dyr, const float *yr, int cols,
+					float scale)
+{
+	float dot = row_dot(dyr, yr, cols);
+	for (int j = 0; j < cols; j++)
+		dxr[j] = softmax_dx(yr[j], dyr[j], dot, scale);
+}
+
 void cpu_softmax(const struct backend *be, float *y, const float *x, int rows, int cols,
 		 float scale, int causal);
 void cpu_softmax_backward(const struct backend *be, float *dx, const float *dy, const float *y,
@@ -33,3 +171,11 @@ void cpu_embed(const struct backend *be, float *y, const float *ids, const float
 	       int cols, int vocab);
 void cpu_embed_backward(const struct backend *be, float *dtable, const float *dy,
 			const float *ids, int n, int cols, int vocab, int add);
+/* Attention's heads fused (backend.h's attn_forward, attn_backward),
+ * defined in backend_cpu_attn.c: 0 under --precision bf16, whose products
+ * round their operands (the layer then composes them). */
+int cpu_attn_forward(const struct backend *be, float *o, float *p, const float *q, const float *k,
+		     const float *v, const struct attn_dims *d);
+int cpu_attn_backward(const struct backend *be, float *dq, float *dk, float *dv,
+		      const float *dout, const float *q, const float *k, const float *v,
+		      const float *p, const struct attn_dims *d);

@@ -25,6 +25,7 @@ static inline int cpu_small_fits(int m, int n, int k, int tb)
  * stored (k, m) when ta, rows lda, ldb, ldc floats
  * apart. Each c[i][j] is the sum over p in order of products rounded to
  * float (no fused multiply-add), so the bits are the same on every x86
- * CPU, AVX2 or not. n and k within cpu_small_fits. */
+ * CPU, AVX2 or not. n and k within cpu_small_fits, or n whole panels of
+ * 16 (b read in place, nothing packed) and any k. */
 void cpu_small_matmul(float *c, const float *a, const float *b, int m, int n, int k, int ta,
 		      int accumulate, int lda, int ldb, int ldc);

@@ -12,7 +12,10 @@
  *
  * The forward keeps q, k, v, o and p (and the dropped-out p) in the arena
  * for the backward; the backward's gradients of o, q, k, v and p are its
- * scratch. */
+ * scratch. The heads (scores, softmax, context and back) run as the
+ * backend's fused attn_forward and attn_backward where it has them
+ * (the CPU's, backend_cpu_attn.c), else composed of its products and
+ * softmax; composed too while training with dropout on p. */
 #include "backend.h"
 #include "layer_ops.h"
 
@@ -56,6 +59,13 @@ static struct attn attn_of(const struct layer *l, const struct layer_ctx *c)
 		a.dp = a.dout + n;
 	}
 	return a;
+}
+
+/* The fused ops' view of the call (backend.h). */
+static struct attn_dims dims_of(const struct layer *l, const struct attn *a)
+{
+	return (struct attn_dims){a->R, a->T, a->H, a->K, 1.0f / sqrtf((float)a->K),
+				  l->spec.causal};
 }
 
 int layer_attn_shape(struct layer *l, int classes, char *why, size_t len)
@@ -137,22 +147,21 @@ static void project(const struct backend *be, float *y, const float *x, const fl
 	be->bias_act(be, NULL, y, b, n, d, ACT_RELU);
 }
 
-void layer_attn_forward(struct layer *l, const struct layer_ctx *c)
+/* The heads composed of the backend's products and softmax, where it
+ * fuses none (or dropout falls between the probabilities and v). */
+static void heads_forward(const struct layer *l, const struct layer_ctx *c, const struct attn *pa,
+			  int train_drop)
 {
 	const struct backend *be = c->be;
-	struct attn a = attn_of(l, c);
-	int n = a.R * a.T;
+	struct attn a = *pa;
 	float scale = 1.0f / sqrtf((float)a.K);
-	project(be, a.q, c->x, c->w[ATT_QK], c->w[ATT_QB], n, a.D);
-	project(be, a.k, c->x, c->w[ATT_KK], c->w[ATT_KB], n, a.D);
-	project(be, a.v, c->x, c->w[ATT_VK], c->w[ATT_VB], n, a.D);
 	size_t tt = (size_t)a.T * a.T, K = (size_t)a.K;
 	/* scores: q_h k_h^T, per row */
 	heads(be, a.p, a.q, a.k, a.T, a.T, a.K, 0, 1, a.D, a.D, a.T,
 	      &(struct batch2){a.R, a.H, a.td, a.td, a.htt, K, K, tt});
 	be->softmax(be, a.p, a.p, a.R * a.H * a.T, a.T, scale, l->spec.causal);
 	const float *probs = a.p;
-	if (dropout_on(l) && c->training) {
+	if (train_drop) {
 		struct dropout_key key = {c->seed, (uint64_t)c->step, (uint64_t)c->row0,
 					  l->spec.rate};
 		be->dropout(be, a.pd, a.p, a.R, (int)a.htt, &key);
@@ -161,6 +170,20 @@ void layer_attn_forward(struct layer *l, const struct layer_ctx *c)
 	/* context: p_h v_h into o's head columns */
 	heads(be, a.o, probs, a.v, a.T, a.K, a.T, 0, 0, a.T, a.D, a.D,
 	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
+}
+
+void layer_attn_forward(struct layer *l, const struct layer_ctx *c)
+{
+	const struct backend *be = c->be;
+	struct attn a = attn_of(l, c);
+	int n = a.R * a.T;
+	project(be, a.q, c->x, c->w[ATT_QK], c->w[ATT_QB], n, a.D);
+	project(be, a.k, c->x, c->w[ATT_KK], c->w[ATT_KB], n, a.D);
+	project(be, a.v, c->x, c->w[ATT_VK], c->w[ATT_VB], n, a.D);
+	struct attn_dims d = dims_of(l, &a);
+	int train_drop = dropout_on(l) && c->training;
+	if (train_drop || !be->attn_forward || !be->attn_forward(be, a.o, a.p, a.q, a.k, a.v, &d))
+		heads_forward(l, c, &a, train_drop);
 	project(be, l->y, a.o, c->w[ATT_OK], c->w[ATT_OB], n, a.D);
 }
 
@@ -184,16 +207,14 @@ void layer_attn_forward_at(struct layer *l, const struct layer_ctx *c, int t)
 	project(be, l->y + at, a.o + at, c->w[ATT_OK], c->w[ATT_OB], 1, a.D);
 }
 
-void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
+/* heads_forward's backward: dq, dk, dv from dout. */
+static void heads_backward(const struct layer *l, const struct layer_ctx *c, const struct attn *pa)
 {
 	const struct backend *be = c->be;
-	struct attn a = attn_of(l, c);
-	int n = a.R * a.T, D = a.D;
+	struct attn a = *pa;
+	int D = a.D;
 	float scale = 1.0f / sqrtf((float)a.K);
 	const float *probs = dropout_on(l) ? a.pd : a.p;
-	be->matmul(be, c->g[ATT_OK], a.o, dy, D, D, n, 1, 0, 0.0f);
-	be->bias_grad(be, c->g[ATT_OB], dy, n, D);
-	be->matmul(be, a.dout, dy, c->w[ATT_OK], n, D, D, 0, 1, 0.0f);
 	size_t tt = (size_t)a.T * a.T, K = (size_t)a.K;
 	/* d probs_h = do_h v_h^T; dv_h = probs_h^T do_h */
 	heads(be, a.dp, a.dout, a.v, a.T, a.T, a.K, 0, 1, D, D, a.T,
@@ -211,6 +232,20 @@ void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float
 	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
 	heads(be, a.dk, a.dp, a.q, a.T, a.K, a.T, 1, 0, a.T, D, D,
 	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
+}
+
+void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float *dy, float *dx)
+{
+	const struct backend *be = c->be;
+	struct attn a = attn_of(l, c);
+	int n = a.R * a.T, D = a.D;
+	be->matmul(be, c->g[ATT_OK], a.o, dy, D, D, n, 1, 0, 0.0f);
+	be->bias_grad(be, c->g[ATT_OB], dy, n, D);
+	be->matmul(be, a.dout, dy, c->w[ATT_OK], n, D, D, 0, 1, 0.0f);
+	struct attn_dims d = dims_of(l, &a);
+	if (dropout_on(l) || !be->attn_backward ||
+	    !be->attn_backward(be, a.dq, a.dk, a.dv, a.dout, a.q, a.k, a.v, a.p, &d))
+		heads_backward(l, c, &a);
 	const float *dproj[3] = {a.dq, a.dk, a.dv};
 	for (int s = 0; s < 3; s++)
 		be->matmul(be, c->g[2 * s], c->x, dproj[s], D, D, n, 1, 0, 0.0f);
