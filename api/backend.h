@@ -40,12 +40,14 @@ struct batch2 {
 };
 
 /* Self-attention's shape for the fused ops: rows of T tokens, H heads of
- * K values each (a row's width D = H K), the scores' scale and whether
- * the causal mask applies. */
+ * K values each (a row's width D = H K), the scores' scale, whether the
+ * causal mask applies, and dropout on the probabilities (drop.rate 0:
+ * none), keyed as the dropout op keys a batch of rows of H T T units. */
 struct attn_dims {
 	int rows, T, H, K;
 	float scale;
 	int causal;
+	struct dropout_key drop;
 };
 
 /* The floats an operand of rows x cols (row-major, ld apart) spans over a
@@ -202,15 +204,17 @@ struct backend {
 			     int ldc, const struct batch2 *bt);
 	/* Attention's heads fused, a row and a head at a time with its scores
 	 * in cache (optional: NULL, or a return of 0, and the attention layer
-	 * composes matmul_heads and softmax). q, k, v, o (R, T, D), head h in
-	 * columns h K .. h K + K - 1 (D = H K); p (R, H, T, T):
-	 * p_h = softmax(scale q_h k_h^T, causal), o_h = p_h v_h. */
-	int (*attn_forward)(const struct backend *be, float *o, float *p, const float *q,
-			    const float *k, const float *v, const struct attn_dims *d);
-	/* Its backward from p and do (R, T, D): dq, dk, dv (R, T, D). */
+	 * composes matmul_heads, softmax and dropout). q, k, v, o (R, T, D),
+	 * head h in columns h K .. h K + K - 1 (D = H K); p, pd (R, H, T, T):
+	 * p_h = softmax(scale q_h k_h^T, causal), pd_h = dropout(p_h) (pd may
+	 * be p when d->drop.rate is 0), o_h = pd_h v_h. */
+	int (*attn_forward)(const struct backend *be, float *o, float *p, float *pd,
+			    const float *q, const float *k, const float *v,
+			    const struct attn_dims *d);
+	/* Its backward from p, pd and do (R, T, D): dq, dk, dv (R, T, D). */
 	int (*attn_backward)(const struct backend *be, float *dq, float *dk, float *dv,
 			     const float *dout, const float *q, const float *k, const float *v,
-			     const float *p, const struct attn_dims *d);
+			     const float *p, const float *pd, const struct attn_dims *d);
 	/* y (R,C) = softmax(scale * x) over each row; with causal, row r is
 	 * query i = r % C of a C x C block and its keys j > i get 0
 	 * (attn_masked). y may alias x. */

@@ -88,21 +88,22 @@ static void timed_matmul_heads(const struct backend *be, float *c, const float *
 
 /* The fused heads (backend.h's attn_forward, attn_backward): their
  * products with the softmax between them, counted as products. */
-static int timed_attn_forward(const struct backend *be, float *o, float *p, const float *q,
-			      const float *k, const float *v, const struct attn_dims *d)
+static int timed_attn_forward(const struct backend *be, float *o, float *p, float *pd,
+			      const float *q, const float *k, const float *v,
+			      const struct attn_dims *d)
 {
 	double t0 = bench_now();
-	int done = g_cpu->attn_forward(g_cpu, o, p, q, k, v, d);
+	int done = g_cpu->attn_forward(g_cpu, o, p, pd, q, k, v, d);
 	g_mm_s += bench_now() - t0;
 	return done;
 }
 
 static int timed_attn_backward(const struct backend *be, float *dq, float *dk, float *dv,
 			       const float *dout, const float *q, const float *k, const float *v,
-			       const float *p, const struct attn_dims *d)
+			       const float *p, const float *pd, const struct attn_dims *d)
 {
 	double t0 = bench_now();
-	int done = g_cpu->attn_backward(g_cpu, dq, dk, dv, dout, q, k, v, p, d);
+	int done = g_cpu->attn_backward(g_cpu, dq, dk, dv, dout, q, k, v, p, pd, d);
 	g_mm_s += bench_now() - t0;
 	return done;
 }

@@ -7,7 +7,10 @@
  * scores (T x Tp) sit in a scratch that stays in cache from their product
  * through the softmax to the next product. Under the causal mask the
  * products go in strips of 16 queries, each over the keys it may see:
- * half the work at long contexts.
+ * half the work at long contexts. Dropout on the probabilities, while
+ * training, is applied a strip at a time with the dropout op's masks
+ * (dropout_scale_at, unit h T T + i T + j of a row's), the keys a query
+ * cannot see skipped (their probabilities are 0 either way).
  *
  * Letters as in layer_attn.c: R rows of T tokens, D = H K. The same
  * formulas as the composed path (softmax_row, softmax_backward_row), sums
@@ -75,10 +78,32 @@ static struct strip strip_at(const struct attn_dims *d, int i0, int Tp)
 	return (struct strip){i0, i1, d->causal ? whole_panels(i1) : Tp};
 }
 
-/* One head of one row: p (T, T) and o_h (T, K; ld D) from q_h and v_h
- * (ld D) and the transposed keys kt (K, Tp); s (T, Tp) scratch. */
-CPU_WIDE static void head_forward(float *o, float *p, const float *q, const float *kt,
-				  const float *v, float *s, const struct attn_dims *d, int D, int Tp)
+/* Queries i0 .. i1 - 1 of one head's probabilities under dropout: y =
+ * x times the unit's multiplier, over the keys each query sees (the
+ * others: 0 where zero_rest, else left as they are). unit0: the head's
+ * first unit in its row's H T T. */
+static inline __attribute__((always_inline)) void
+drop_rows(float *y, size_t ldy, const float *x, size_t ldx, int i0, int i1,
+	  const struct attn_dims *d, uint64_t key, uint64_t unit0, int zero_rest)
+{
+	for (int i = i0; i < i1; i++) {
+		int n = d->causal ? i + 1 : d->T;
+		float *yi = y + (size_t)i * ldy;
+		const float *xi = x + (size_t)i * ldx;
+		uint64_t u = unit0 + (uint64_t)i * (uint64_t)d->T;
+		for (int j = 0; j < n; j++)
+			yi[j] = xi[j] * dropout_scale_at(key, u + (uint64_t)j, d->drop.rate);
+		for (int j = n; zero_rest && j < d->T; j++)
+			yi[j] = 0.0f;
+	}
+}
+
+/* One head of one row: p and pd (T, T) and o_h (T, K; ld D) from q_h and
+ * v_h (ld D) and the transposed keys kt (K, Tp); s (T, Tp) scratch; key
+ * and unit0 the row's dropout key and the head's first unit. */
+CPU_WIDE static void head_forward(float *o, float *p, float *pd, const float *q, const float *kt,
+				  const float *v, float *s, const struct attn_dims *d, int D, int Tp,
+				  uint64_t key, uint64_t unit0)
 {
 	int T = d->T, K = d->K;
 	for (int i0 = 0; i0 < T;) {
@@ -90,15 +115,23 @@ CPU_WIDE static void head_forward(float *o, float *p, const float *q, const floa
 			softmax_rows(p + (size_t)i * T, (size_t)T, s + (size_t)i * Tp, (size_t)Tp,
 				     st.i1 - i < SOFTMAX_BLOCK ? st.i1 - i : SOFTMAX_BLOCK, T, i,
 				     d->scale, d->causal);
-		/* p's columns past i1 are the mask's zeros: the sum stops there */
-		product(o + (size_t)i0 * D, p + (size_t)i0 * T, v, m, K, d->causal ? st.i1 : T, 0, T,
-			D, D);
+		if (d->drop.rate > 0.0f)
+			drop_rows(pd, (size_t)T, p, (size_t)T, st.i0, st.i1, d, key, unit0, 1);
+		/* pd's columns past i1 are the mask's zeros: the sum stops there */
+		product(o + (size_t)i0 * D, pd + (size_t)i0 * T, v, m, K, d->causal ? st.i1 : T, 0,
+			T, D, D);
 		i0 = st.i1;
 	}
 }
 
-int cpu_attn_forward(const struct backend *be, float *o, float *p, const float *q, const float *k,
-		     const float *v, const struct attn_dims *d)
+/* Row r's dropout key, as the dropout op makes it. */
+static uint64_t row_key(const struct attn_dims *d, int r)
+{
+	return dropout_row_key(d->drop.seed, d->drop.step, d->drop.row0 + (uint64_t)r);
+}
+
+int cpu_attn_forward(const struct backend *be, float *o, float *p, float *pd, const float *q,
+		     const float *k, const float *v, const struct attn_dims *d)
 {
 	if (cpu_bf16) /* bf16's products round their operands: the composed path */
 		return 0;
@@ -107,20 +140,25 @@ int cpu_attn_forward(const struct backend *be, float *o, float *p, const float *
 	for (int r = 0; r < d->rows; r++) {
 		size_t at = (size_t)r * T * D;
 		transpose(kt, k + at, T, D, Tp);
-		for (int h = 0; h < d->H; h++)
-			head_forward(o + at + (size_t)h * K, p + ((size_t)r * d->H + h) * T * T,
-				     q + at + (size_t)h * K, kt + (size_t)h * K * Tp,
-				     v + at + (size_t)h * K, s, d, D, Tp);
+		uint64_t key = d->drop.rate > 0.0f ? row_key(d, r) : 0;
+		for (int h = 0; h < d->H; h++) {
+			size_t ph = ((size_t)r * d->H + h) * T * T;
+			head_forward(o + at + (size_t)h * K, p + ph, pd + ph, q + at + (size_t)h * K,
+				     kt + (size_t)h * K * Tp, v + at + (size_t)h * K, s, d, D, Tp, key,
+				     (uint64_t)h * T * T);
+		}
 	}
 	return 1;
 }
 
 /* One head's backward: dq_h, dk_h, dv_h (T, K; ld D) from do_h, q_h, k_h
- * (ld D), the transposed values vt (K, Tp) and p (T, T); ds (T, Tp)
- * scratch for the probabilities' gradient, then the scores'. */
+ * (ld D), the transposed values vt (K, Tp), p and pd (T, T); ds (T, Tp)
+ * scratch for the probabilities' gradient, then the scores'; key and
+ * unit0 as head_forward's. */
 CPU_WIDE static void head_backward(float *dq, float *dk, float *dv, const float *dout,
 				   const float *q, const float *k, const float *vt, const float *p,
-				   float *ds, const struct attn_dims *d, int D, int Tp)
+				   const float *pd, float *ds, const struct attn_dims *d, int D,
+				   int Tp, uint64_t key, uint64_t unit0)
 {
 	int T = d->T, K = d->K;
 	for (int i0 = 0; i0 < T;) { /* by queries: ds, then dq_h = ds k_h */
@@ -128,6 +166,8 @@ CPU_WIDE static void head_backward(float *dq, float *dk, float *dv, const float 
 		int m = st.i1 - st.i0, cols = st.keys < T ? st.keys : T;
 		cpu_small_matmul(ds + (size_t)i0 * Tp, dout + (size_t)i0 * D, vt, m, st.keys, K, 0,
 				 0, D, Tp, Tp);
+		if (d->drop.rate > 0.0f) /* the gradient of pd, to p's */
+			drop_rows(ds, (size_t)Tp, ds, (size_t)Tp, st.i0, st.i1, d, key, unit0, 0);
 		for (int i = st.i0; i < st.i1; i++) /* p is 0 past query i: so is ds */
 			softmax_backward_row(ds + (size_t)i * Tp, ds + (size_t)i * Tp,
 					     p + (size_t)i * T, cols, d->scale);
@@ -139,7 +179,7 @@ CPU_WIDE static void head_backward(float *dq, float *dk, float *dv, const float 
 		struct strip st = strip_at(d, j0, Tp);
 		int from = d->causal ? j0 : 0; /* the queries that see key j0 and after */
 		int m = st.i1 - st.i0, n = T - from;
-		product(dv + (size_t)j0 * D, p + (size_t)from * T + j0, dout + (size_t)from * D, m,
+		product(dv + (size_t)j0 * D, pd + (size_t)from * T + j0, dout + (size_t)from * D, m,
 			K, n, 1, T, D, D);
 		product(dk + (size_t)j0 * D, ds + (size_t)from * Tp + j0, q + (size_t)from * D, m,
 			K, n, 1, Tp, D, D);
@@ -149,7 +189,7 @@ CPU_WIDE static void head_backward(float *dq, float *dk, float *dv, const float 
 
 int cpu_attn_backward(const struct backend *be, float *dq, float *dk, float *dv,
 		      const float *dout, const float *q, const float *k, const float *v,
-		      const float *p, const struct attn_dims *d)
+		      const float *p, const float *pd, const struct attn_dims *d)
 {
 	if (cpu_bf16)
 		return 0;
@@ -158,11 +198,12 @@ int cpu_attn_backward(const struct backend *be, float *dq, float *dk, float *dv,
 	for (int r = 0; r < d->rows; r++) {
 		size_t at = (size_t)r * T * D;
 		transpose(vt, v + at, T, D, Tp);
+		uint64_t key = d->drop.rate > 0.0f ? row_key(d, r) : 0;
 		for (int h = 0; h < d->H; h++) {
-			size_t hk = at + (size_t)h * K;
+			size_t hk = at + (size_t)h * K, ph = ((size_t)r * d->H + h) * T * T;
 			head_backward(dq + hk, dk + hk, dv + hk, dout + hk, q + hk, k + hk,
-				      vt + (size_t)h * K * Tp, p + ((size_t)r * d->H + h) * T * T,
-				      ds, d, D, Tp);
+				      vt + (size_t)h * K * Tp, p + ph, pd + ph, ds, d, D, Tp, key,
+				      (uint64_t)h * T * T);
 		}
 	}
 	return 1;

@@ -174,8 +174,8 @@ void cpu_embed_backward(const struct backend *be, float *dtable, const float *dy
 /* Attention's heads fused (backend.h's attn_forward, attn_backward),
  * defined in backend_cpu_attn.c: 0 under --precision bf16, whose products
  * round their operands (the layer then composes them). */
-int cpu_attn_forward(const struct backend *be, float *o, float *p, const float *q, const float *k,
-		     const float *v, const struct attn_dims *d);
+int cpu_attn_forward(const struct backend *be, float *o, float *p, float *pd, const float *q,
+		     const float *k, const float *v, const struct attn_dims *d);
 int cpu_attn_backward(const struct backend *be, float *dq, float *dk, float *dv,
 		      const float *dout, const float *q, const float *k, const float *v,
-		      const float *p, const struct attn_dims *d);
+		      const float *p, const float *pd, const struct attn_dims *d);

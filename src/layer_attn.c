@@ -14,8 +14,8 @@
  * for the backward; the backward's gradients of o, q, k, v and p are its
  * scratch. The heads (scores, softmax, context and back) run as the
  * backend's fused attn_forward and attn_backward where it has them
- * (the CPU's, backend_cpu_attn.c), else composed of its products and
- * softmax; composed too while training with dropout on p. */
+ * (the CPU's, backend_cpu_attn.c), else composed of its products,
+ * softmax and dropout. */
 #include "backend.h"
 #include "layer_ops.h"
 
@@ -61,11 +61,17 @@ static struct attn attn_of(const struct layer *l, const struct layer_ctx *c)
 	return a;
 }
 
-/* The fused ops' view of the call (backend.h). */
-static struct attn_dims dims_of(const struct layer *l, const struct attn *a)
+/* The fused ops' view of the call (backend.h): dropout on the
+ * probabilities while training, keyed as heads_forward keys it. */
+static struct attn_dims dims_of(const struct layer *l, const struct layer_ctx *c,
+				const struct attn *a, int train_drop)
 {
-	return (struct attn_dims){a->R, a->T, a->H, a->K, 1.0f / sqrtf((float)a->K),
-				  l->spec.causal};
+	struct attn_dims d = {a->R, a->T, a->H, a->K, 1.0f / sqrtf((float)a->K), l->spec.causal,
+			      {0}};
+	if (train_drop)
+		d.drop = (struct dropout_key){c->seed, (uint64_t)c->step, (uint64_t)c->row0,
+					      l->spec.rate};
+	return d;
 }
 
 int layer_attn_shape(struct layer *l, int classes, char *why, size_t len)
@@ -147,8 +153,8 @@ static void project(const struct backend *be, float *y, const float *x, const fl
 	be->bias_act(be, NULL, y, b, n, d, ACT_RELU);
 }
 
-/* The heads composed of the backend's products and softmax, where it
- * fuses none (or dropout falls between the probabilities and v). */
+/* The heads composed of the backend's products, softmax and dropout,
+ * where it fuses none. */
 static void heads_forward(const struct layer *l, const struct layer_ctx *c, const struct attn *pa,
 			  int train_drop)
 {
@@ -180,9 +186,10 @@ void layer_attn_forward(struct layer *l, const struct layer_ctx *c)
 	project(be, a.q, c->x, c->w[ATT_QK], c->w[ATT_QB], n, a.D);
 	project(be, a.k, c->x, c->w[ATT_KK], c->w[ATT_KB], n, a.D);
 	project(be, a.v, c->x, c->w[ATT_VK], c->w[ATT_VB], n, a.D);
-	struct attn_dims d = dims_of(l, &a);
 	int train_drop = dropout_on(l) && c->training;
-	if (train_drop || !be->attn_forward || !be->attn_forward(be, a.o, a.p, a.q, a.k, a.v, &d))
+	struct attn_dims d = dims_of(l, c, &a, train_drop);
+	if (!be->attn_forward ||
+	    !be->attn_forward(be, a.o, a.p, train_drop ? a.pd : a.p, a.q, a.k, a.v, &d))
 		heads_forward(l, c, &a, train_drop);
 	project(be, l->y, a.o, c->w[ATT_OK], c->w[ATT_OB], n, a.D);
 }
@@ -242,9 +249,9 @@ void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float
 	be->matmul(be, c->g[ATT_OK], a.o, dy, D, D, n, 1, 0, 0.0f);
 	be->bias_grad(be, c->g[ATT_OB], dy, n, D);
 	be->matmul(be, a.dout, dy, c->w[ATT_OK], n, D, D, 0, 1, 0.0f);
-	struct attn_dims d = dims_of(l, &a);
-	if (dropout_on(l) || !be->attn_backward ||
-	    !be->attn_backward(be, a.dq, a.dk, a.dv, a.dout, a.q, a.k, a.v, a.p, &d))
+	struct attn_dims d = dims_of(l, c, &a, dropout_on(l));
+	if (!be->attn_backward || !be->attn_backward(be, a.dq, a.dk, a.dv, a.dout, a.q, a.k, a.v,
+						     a.p, a.pd, &d))
 		heads_backward(l, c, &a);
 	const float *dproj[3] = {a.dq, a.dk, a.dv};
 	for (int s = 0; s < 3; s++)

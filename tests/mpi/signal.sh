@@ -24,12 +24,15 @@ same_ckpt "$(printf 'straight/ckpt-%08d.h5' $end)" "$(printf 'ck/ckpt-%08d.h5' $
 # During start-up, while a child process reads the data: mpirun signals
 # each rank's whole process group, the reader must not die of it, and the
 # job stops at its first step (MTRAIN_TEST_FAULT=slowreader: every read
-# takes 2 s more).
+# takes 2 s more). Both ranks' readers are waited for: a rank still being
+# loaded (before its main sets the handler) dies of the signal, as any
+# program does, and on a loaded machine one rank can start a second after
+# the other.
 MTRAIN_TEST_FAULT=slowreader "$MPIRUN" --oversubscribe -np 2 "$MTRAIN" "${FLAGS[@]}" \
 	--steps 100000000 --ckpt-dir early >log 2>&1 &
 pid=$!
-for _ in $(seq 400); do pgrep -f "^mtrain-reader" >/dev/null && break; sleep 0.05; done
-pgrep -f "^mtrain-reader" >/dev/null || { kill -9 $pid; cat log; fail "no reader process seen"; }
+for _ in $(seq 400); do [ "$(pgrep -c -f "^mtrain-reader")" -ge 2 ] && break; sleep 0.05; done
+[ "$(pgrep -c -f "^mtrain-reader")" -ge 2 ] || { kill -9 $pid; cat log; fail "no reader process seen on each rank"; }
 kill -USR1 $pid
 status=0
 wait $pid || status=$?
