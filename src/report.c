@@ -76,7 +76,7 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 {
 	char layers[PATH_LEN];
 	model_text(m, cfg, layers, sizeof(layers));
-	char backend[96];
+	char backend[192];
 	snprintf(backend, sizeof(backend), "%s%s", be->name,
 		 cfg->precision == PRECISION_BF16 ? " bf16" : "");
 	if (be->memory == BACKEND_HOST) {
@@ -86,6 +86,14 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		if (m->max_cols) /* a conv2d: what computes it */
 			snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend),
 				 "; conv2d: %s", be->conv_kernels ? be->conv_kernels() : "im2col, sgemm");
+		int attention = 0;
+		for (int i = 0; i < m->n_layers; i++)
+			attention |= m->layer[i].spec.kind == LAYER_ATTENTION;
+		if (attention) /* its heads fused, or composed (bf16) */
+			snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend),
+				 "; attention: heads %s",
+				 be->attn_forward && cfg->precision != PRECISION_BF16 ? "fused"
+										  : "composed");
 		snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend), ")");
 	}
 	/* Rank r takes rows [r*B/N, (r+1)*B/N): B/N each, or its floor and ceiling. */
