@@ -136,6 +136,9 @@ struct backend {
 	/* What computes conv (the start line names it), e.g. "oneDNN 2.6.3
 	 * (avx2)"; NULL where conv is NULL. */
 	const char *(*conv_kernels)(void);
+	/* What computes matmul (dense's products), for the start line; NULL
+	 * where there is nothing to say. */
+	const char *(*matmul_kernels)(void);
 	/* y (R, oh, ow, c) = each window's max (max) or mean of x: win_pool. */
 	void (*pool)(const struct backend *be, float *y, const float *x, int rows,
 		     const struct window *w, int max);

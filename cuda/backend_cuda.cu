@@ -349,6 +349,7 @@ static const struct backend cuda_table = {
 	.conv_backward_data = NULL,
 	.conv_backward_weights = NULL,
 	.conv_kernels = NULL,
+	.matmul_kernels = NULL,
 	.pool = cu_pool,
 	.pool_backward = cu_pool_backward,
 	.col_moment = cu_col_moment,

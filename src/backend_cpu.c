@@ -374,6 +374,7 @@ const struct backend *backend_cpu(void)
 		.conv_backward_data = cpu_conv2d_backward_data,
 		.conv_backward_weights = cpu_conv2d_backward_weights,
 		.conv_kernels = cpu_dnnl_kernels,
+		.matmul_kernels = cpu_matmul_kernels,
 		.pool = cpu_pool,
 		.pool_backward = cpu_pool_backward,
 		.bias_grad = cpu_bias_grad,
@@ -415,6 +416,8 @@ const struct backend *backend_cpu(void)
 	return &cpu;
 }
 
+static const char *own_matmul_kernels(void) { return cpu_bf16 ? NULL : "OpenBLAS"; }
+
 const struct backend *backend_cpu_own(void)
 {
 	static struct backend own;
@@ -424,6 +427,7 @@ const struct backend *backend_cpu_own(void)
 		own.conv_backward_data = NULL;
 		own.conv_backward_weights = NULL;
 		own.conv_kernels = NULL;
+		own.matmul_kernels = own_matmul_kernels;
 		own.bn_train_forward = NULL;
 		own.matmul = cpu_matmul_own;
 		own.matmul_batched = cpu_matmul_batched_own;

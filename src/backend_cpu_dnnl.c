@@ -122,6 +122,16 @@ int cpu_dnnl_has_bf16(void)
 	return has;
 }
 
+int cpu_dnnl_sgemm_wins(void)
+{
+	static int wins = -1;
+	if (wins < 0) {
+		unsigned isa = dnnl_get_effective_cpu_isa(), avx512 = dnnl_cpu_isa_avx512_core;
+		wins = (isa & avx512) == avx512;
+	}
+	return wins;
+}
+
 void dn_on_release(void (*release)(void))
 {
 	for (int i = 0; i < g.n_release; i++)

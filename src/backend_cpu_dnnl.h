@@ -27,6 +27,15 @@ void cpu_bn_train_forward(const struct backend *be, float *y, float *mean, float
  * with fp32 sums. */
 void cpu_dnnl_matmul(float *c, const float *a, const float *b, int m, int n, int k, int ta,
 		     int tb, float beta, int lda, int ldb, int ldc, const struct batch2 *bt, int bf16);
+/* c (m, n) = op(a) @ op(b) + beta c, row-major and packed, in fp32 by
+ * oneDNN's sgemm. */
+void cpu_dnnl_sgemm(float *c, const float *a, const float *b, int m, int n, int k, int ta, int tb,
+		    float beta);
+/* Whether oneDNN's sgemm is the CPU table's fp32 product here: on CPUs
+ * with AVX-512 (avx512_core), where it measured 7 to 22% faster than
+ * OpenBLAS's on the dense layers' shapes (docs/speed.md); on AVX2 the two
+ * were equal and OpenBLAS stays. */
+int cpu_dnnl_sgemm_wins(void);
 /* Whether oneDNN multiplies bf16 itself on this CPU (avx512_core_bf16). */
 int cpu_dnnl_has_bf16(void);
 /* "oneDNN 2.6.3, avx2": the library's version and the instruction set its

@@ -171,3 +171,10 @@ static void mm_release(void)
 	free(g.scratch[1]);
 	memset(&g, 0, sizeof(g));
 }
+
+void cpu_dnnl_sgemm(float *c, const float *a, const float *b, int m, int n, int k, int ta, int tb,
+		    float beta)
+{
+	DNNL_CHECK(dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, ta ? m : k, b,
+			      tb ? k : n, beta, c, n));
+}

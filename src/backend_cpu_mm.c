@@ -72,7 +72,9 @@ void cpu_matmul_own(const struct backend *be, float *c, const float *a, const fl
 
 /* The table's products: oneDNN's bf16 kernels under --precision bf16 where
  * the CPU has them (cpu_bf16_native; attention's heads all at once, each
- * operand converted once), else mtrain's (OpenBLAS's, the small path's). */
+ * operand converted once); in fp32 one product (dense's) by oneDNN's sgemm
+ * where it wins (cpu_dnnl_sgemm_wins: AVX-512); else mtrain's (OpenBLAS's,
+ * the small path's). */
 void cpu_matmul_batched(const struct backend *be, float *c, const float *a, const float *b, int m,
 			int n, int k, int ta, int tb, float beta, int batch, int lda, int ldb,
 			int ldc, size_t sa, size_t sb, size_t sc)
@@ -103,6 +105,13 @@ void cpu_matmul(const struct backend *be, float *c, const float *a, const float 
 {
 	if (cpu_bf16_native())
 		cpu_dnnl_matmul(c, a, b, m, n, k, ta, tb, beta, ta ? m : k, tb ? k : n, n, NULL, 1);
+	else if (!cpu_bf16 && cpu_dnnl_sgemm_wins())
+		cpu_dnnl_sgemm(c, a, b, m, n, k, ta, tb, beta);
 	else
 		cpu_matmul_own(be, c, a, b, m, n, k, ta, tb, beta);
+}
+
+const char *cpu_matmul_kernels(void)
+{
+	return cpu_bf16 ? NULL : cpu_dnnl_sgemm_wins() ? "oneDNN sgemm" : "OpenBLAS";
 }

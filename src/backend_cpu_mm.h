@@ -21,3 +21,6 @@ void cpu_matmul_own(const struct backend *be, float *c, const float *a, const fl
 void cpu_matmul_batched_own(const struct backend *be, float *c, const float *a, const float *b,
 			    int m, int n, int k, int ta, int tb, float beta, int batch, int lda,
 			    int ldb, int ldc, size_t sa, size_t sb, size_t sc);
+/* "oneDNN sgemm" or "OpenBLAS": what the table's fp32 matmul runs on
+ * (NULL under bf16, whose products the conv2d text names). */
+const char *cpu_matmul_kernels(void);

@@ -83,6 +83,10 @@ void report_start(const struct config *cfg, struct comm *c, const struct backend
 		int n = backend_cpu_thread_count();
 		snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend),
 			 " (%d thread%s a rank", n, n == 1 ? "" : "s");
+		const char *mm = be->matmul_kernels ? be->matmul_kernels() : NULL;
+		if (mm)
+			snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend),
+				 "; dense: %s", mm);
 		if (m->max_cols) /* a conv2d: what computes it */
 			snprintf(backend + strlen(backend), sizeof(backend) - strlen(backend),
 				 "; conv2d: %s", be->conv_kernels ? be->conv_kernels() : "im2col, sgemm");

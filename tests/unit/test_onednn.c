@@ -11,7 +11,9 @@
  * 1e-4 (ResNet-20's reach 1.2e-5). bf16's rounding and products too: on
  * a CPU whose oneDNN multiplies bf16 (AVX512_BF16), its kernels (conv2d's,
  * dense's and attention's products) against mtrain's rounding of the
- * operands for the fp32 kernels, within 1e-5 (the order of the sums). */
+ * operands for the fp32 kernels, within 1e-5 (the order of the sums).
+ * And dense's fp32 products: oneDNN's sgemm where the table takes it
+ * (AVX-512) against OpenBLAS's, within 1e-5, plain, transposed, added to. */
 #include "backend.h"
 #include "backend_cpu_bf16.h"
 #include "backend_cpu_dnnl.h"
@@ -402,8 +404,36 @@ static void check_bf16_native(void)
 	EXPECT(be->set_precision(be, PRECISION_FP32) == 0);
 }
 
+/* The table's fp32 matmul (oneDNN's sgemm on AVX-512) against mtrain's
+ * own (OpenBLAS), on dense's shapes: the ViT's tokens, the MLP's rows. */
+static void check_sgemm(int m, int n, int k, int ta, int tb, float beta)
+{
+	const struct backend *dn = backend_cpu(), *own = backend_cpu_own();
+	struct rng r;
+	rng_init(&r, 11, (uint64_t)(m * 31 + n * 7 + k + ta * 2 + tb));
+	float *a = random_buf(&r, (size_t)m * k), *b = random_buf(&r, (size_t)k * n);
+	float *c0 = random_buf(&r, (size_t)m * n), *c1 = malloc((size_t)m * n * sizeof(float));
+	memcpy(c1, c0, (size_t)m * n * sizeof(float));
+	dn->matmul(dn, c0, a, b, m, n, k, ta, tb, beta);
+	own->matmul(own, c1, a, b, m, n, k, ta, tb, beta);
+	char desc[64];
+	snprintf(desc, sizeof(desc), "matmul %dx%dx%d ta %d tb %d beta %g", m, n, k, ta, tb, beta);
+	expect_close("c", desc, 0, c0, c1, (size_t)m * n, 0.0, 1e-5);
+	free(a);
+	free(b);
+	free(c0);
+	free(c1);
+}
+
 int main(void)
 {
+	if (!cpu_dnnl_sgemm_wins())
+		printf("test_onednn: no AVX-512: the table's fp32 products are OpenBLAS's too\n");
+	for (int t = 0; t < 4; t++) {
+		check_sgemm(3136, 128, 64, t & 1, t >> 1, 0.0f);
+		check_sgemm(128, 64, 3136, t & 1, t >> 1, 1.0f);
+		check_sgemm(37, 11, 5, t & 1, t >> 1, 0.0f);
+	}
 	/* ResNet-20's three stages at 4 rows, the CNN's second layer, a
 	 * prime number of rows (images of one position) */
 	check_bn(4 * 28 * 28, 16, 0, ACT_RELU);
