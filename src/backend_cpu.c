@@ -93,8 +93,7 @@ static void cpu_act_forward(const struct backend *be, float *a, const float *z, 
 /* One row's units: its key made once (mathfn.h). */
 CPU_WIDE static void dropout_row(float *y, const float *x, int cols, uint64_t key, float rate)
 {
-	for (int j = 0; j < cols; j++)
-		y[j] = x[j] * dropout_scale_at(key, (uint64_t)j, rate);
+	dropout_units(y, x, cols, key, 0, rate);
 }
 
 static void cpu_dropout(const struct backend *be, float *y, const float *x, int rows, int cols,

@@ -13,7 +13,7 @@
  * cannot see skipped (their probabilities are 0 either way).
  *
  * Letters as in layer_attn.c: R rows of T tokens, D = H K. The same
- * formulas as the composed path (softmax_row, softmax_backward_row), sums
+ * formulas as the composed path (softmax_rows, softmax_backward_row), sums
  * in order as the small path's: the same bits from run to run. */
 #include "backend_cpu_bf16.h"
 #include "backend_cpu_mm.h"
@@ -91,8 +91,7 @@ drop_rows(float *y, size_t ldy, const float *x, size_t ldx, int i0, int i1,
 		float *yi = y + (size_t)i * ldy;
 		const float *xi = x + (size_t)i * ldx;
 		uint64_t u = unit0 + (uint64_t)i * (uint64_t)d->T;
-		for (int j = 0; j < n; j++)
-			yi[j] = xi[j] * dropout_scale_at(key, u + (uint64_t)j, d->drop.rate);
+		dropout_units(yi, xi, n, key, u, d->drop.rate);
 		for (int j = n; zero_rest && j < d->T; j++)
 			yi[j] = 0.0f;
 	}
@@ -124,10 +123,22 @@ CPU_WIDE static void head_forward(float *o, float *p, float *pd, const float *q,
 	}
 }
 
-/* Row r's dropout key, as the dropout op makes it. */
-static uint64_t row_key(const struct attn_dims *d, int r)
+/* Where row r's head h lies: its columns of the (R, T, D) tensors, its
+ * T x T block of p, its rows of the transposed [D, Tp], its row's dropout
+ * key (as the dropout op makes it) and its first unit there. */
+struct head_at {
+	size_t cols, block, slice;
+	uint64_t key, unit0;
+};
+
+static struct head_at head_at(const struct attn_dims *d, int r, int h, int Tp)
 {
-	return dropout_row_key(d->drop.seed, d->drop.step, d->drop.row0 + (uint64_t)r);
+	size_t T = (size_t)d->T, K = (size_t)d->K;
+	struct head_at a = {(size_t)r * T * K * d->H + h * K, ((size_t)r * d->H + h) * T * T,
+			    h * K * Tp, 0, (uint64_t)h * T * T};
+	if (d->drop.rate > 0.0f)
+		a.key = dropout_row_key(d->drop.seed, d->drop.step, d->drop.row0 + (uint64_t)r);
+	return a;
 }
 
 int cpu_attn_forward(const struct backend *be, float *o, float *p, float *pd, const float *q,
@@ -138,14 +149,11 @@ int cpu_attn_forward(const struct backend *be, float *o, float *p, float *pd, co
 	int T = d->T, K = d->K, D = d->H * K, Tp = whole_panels(T);
 	float *kt = scratch((size_t)(D + T) * Tp), *s = kt + (size_t)D * Tp;
 	for (int r = 0; r < d->rows; r++) {
-		size_t at = (size_t)r * T * D;
-		transpose(kt, k + at, T, D, Tp);
-		uint64_t key = d->drop.rate > 0.0f ? row_key(d, r) : 0;
+		transpose(kt, k + (size_t)r * T * D, T, D, Tp);
 		for (int h = 0; h < d->H; h++) {
-			size_t ph = ((size_t)r * d->H + h) * T * T;
-			head_forward(o + at + (size_t)h * K, p + ph, pd + ph, q + at + (size_t)h * K,
-				     kt + (size_t)h * K * Tp, v + at + (size_t)h * K, s, d, D, Tp, key,
-				     (uint64_t)h * T * T);
+			struct head_at a = head_at(d, r, h, Tp);
+			head_forward(o + a.cols, p + a.block, pd + a.block, q + a.cols, kt + a.slice,
+				     v + a.cols, s, d, D, Tp, a.key, a.unit0);
 		}
 	}
 	return 1;
@@ -196,14 +204,12 @@ int cpu_attn_backward(const struct backend *be, float *dq, float *dk, float *dv,
 	int T = d->T, K = d->K, D = d->H * K, Tp = whole_panels(T);
 	float *vt = scratch((size_t)(D + T) * Tp), *ds = vt + (size_t)D * Tp;
 	for (int r = 0; r < d->rows; r++) {
-		size_t at = (size_t)r * T * D;
-		transpose(vt, v + at, T, D, Tp);
-		uint64_t key = d->drop.rate > 0.0f ? row_key(d, r) : 0;
+		transpose(vt, v + (size_t)r * T * D, T, D, Tp);
 		for (int h = 0; h < d->H; h++) {
-			size_t hk = at + (size_t)h * K, ph = ((size_t)r * d->H + h) * T * T;
-			head_backward(dq + hk, dk + hk, dv + hk, dout + hk, q + hk, k + hk,
-				      vt + (size_t)h * K * Tp, p + ph, pd + ph, ds, d, D, Tp, key,
-				      (uint64_t)h * T * T);
+			struct head_at a = head_at(d, r, h, Tp);
+			head_backward(dq + a.cols, dk + a.cols, dv + a.cols, dout + a.cols,
+				      q + a.cols, k + a.cols, vt + a.slice, p + a.block, pd + a.block,
+				      ds, d, D, Tp, a.key, a.unit0);
 		}
 	}
 	return 1;

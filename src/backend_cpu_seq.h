@@ -147,6 +147,17 @@ static inline __attribute__((always_inline)) void softmax_rows(float *y, size_t 
 	}
 }
 
+/* y (n) = x times dropout's multipliers for units unit0 .. unit0 + n - 1
+ * of the row whose key is key (dropout_scale_at): the dropout op's rows
+ * and the fused heads' alike. y may be x. */
+static inline __attribute__((always_inline)) void dropout_units(float *y, const float *x, int n,
+								uint64_t key, uint64_t unit0,
+								float rate)
+{
+	for (int j = 0; j < n; j++)
+		y[j] = x[j] * dropout_scale_at(key, unit0 + (uint64_t)j, rate);
+}
+
 /* One row of cpu_softmax_backward: dxr (cols) from dyr and the output yr;
  * dxr may be dyr. */
 static inline __attribute__((always_inline)) void

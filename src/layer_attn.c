@@ -156,21 +156,19 @@ static void project(const struct backend *be, float *y, const float *x, const fl
 /* The heads composed of the backend's products, softmax and dropout,
  * where it fuses none. */
 static void heads_forward(const struct layer *l, const struct layer_ctx *c, const struct attn *pa,
-			  int train_drop)
+			  const struct attn_dims *d)
 {
 	const struct backend *be = c->be;
 	struct attn a = *pa;
-	float scale = 1.0f / sqrtf((float)a.K);
+	int train_drop = d->drop.rate > 0.0f;
 	size_t tt = (size_t)a.T * a.T, K = (size_t)a.K;
 	/* scores: q_h k_h^T, per row */
 	heads(be, a.p, a.q, a.k, a.T, a.T, a.K, 0, 1, a.D, a.D, a.T,
 	      &(struct batch2){a.R, a.H, a.td, a.td, a.htt, K, K, tt});
-	be->softmax(be, a.p, a.p, a.R * a.H * a.T, a.T, scale, l->spec.causal);
+	be->softmax(be, a.p, a.p, a.R * a.H * a.T, a.T, d->scale, d->causal);
 	const float *probs = a.p;
 	if (train_drop) {
-		struct dropout_key key = {c->seed, (uint64_t)c->step, (uint64_t)c->row0,
-					  l->spec.rate};
-		be->dropout(be, a.pd, a.p, a.R, (int)a.htt, &key);
+		be->dropout(be, a.pd, a.p, a.R, (int)a.htt, &d->drop);
 		probs = a.pd;
 	}
 	/* context: p_h v_h into o's head columns */
@@ -190,7 +188,7 @@ void layer_attn_forward(struct layer *l, const struct layer_ctx *c)
 	struct attn_dims d = dims_of(l, c, &a, train_drop);
 	if (!be->attn_forward ||
 	    !be->attn_forward(be, a.o, a.p, train_drop ? a.pd : a.p, a.q, a.k, a.v, &d))
-		heads_forward(l, c, &a, train_drop);
+		heads_forward(l, c, &a, &d);
 	project(be, l->y, a.o, c->w[ATT_OK], c->w[ATT_OB], n, a.D);
 }
 
@@ -215,12 +213,12 @@ void layer_attn_forward_at(struct layer *l, const struct layer_ctx *c, int t)
 }
 
 /* heads_forward's backward: dq, dk, dv from dout. */
-static void heads_backward(const struct layer *l, const struct layer_ctx *c, const struct attn *pa)
+static void heads_backward(const struct layer *l, const struct layer_ctx *c, const struct attn *pa,
+			   const struct attn_dims *d)
 {
 	const struct backend *be = c->be;
 	struct attn a = *pa;
 	int D = a.D;
-	float scale = 1.0f / sqrtf((float)a.K);
 	const float *probs = dropout_on(l) ? a.pd : a.p;
 	size_t tt = (size_t)a.T * a.T, K = (size_t)a.K;
 	/* d probs_h = do_h v_h^T; dv_h = probs_h^T do_h */
@@ -228,12 +226,9 @@ static void heads_backward(const struct layer *l, const struct layer_ctx *c, con
 	      &(struct batch2){a.R, a.H, a.td, a.td, a.htt, K, K, tt});
 	heads(be, a.dv, probs, a.dout, a.T, a.K, a.T, 1, 0, a.T, D, D,
 	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
-	if (dropout_on(l)) { /* the same mask, from the same key */
-		struct dropout_key key = {c->seed, (uint64_t)c->step, (uint64_t)c->row0,
-					  l->spec.rate};
-		be->dropout(be, a.dp, a.dp, a.R, (int)a.htt, &key);
-	}
-	be->softmax_backward(be, a.dp, a.dp, a.p, a.R * a.H * a.T, a.T, scale);
+	if (dropout_on(l)) /* the same mask, from the same key */
+		be->dropout(be, a.dp, a.dp, a.R, (int)a.htt, &d->drop);
+	be->softmax_backward(be, a.dp, a.dp, a.p, a.R * a.H * a.T, a.T, d->scale);
 	/* dq_h = ds_h k_h; dk_h = ds_h^T q_h */
 	heads(be, a.dq, a.dp, a.k, a.T, a.K, a.T, 0, 0, a.T, D, D,
 	      &(struct batch2){a.R, a.H, a.htt, a.td, a.td, tt, K, K});
@@ -252,7 +247,7 @@ void layer_attn_backward(struct layer *l, const struct layer_ctx *c, const float
 	struct attn_dims d = dims_of(l, c, &a, dropout_on(l));
 	if (!be->attn_backward || !be->attn_backward(be, a.dq, a.dk, a.dv, a.dout, a.q, a.k, a.v,
 						     a.p, a.pd, &d))
-		heads_backward(l, c, &a);
+		heads_backward(l, c, &a, &d);
 	const float *dproj[3] = {a.dq, a.dk, a.dv};
 	for (int s = 0; s < 3; s++)
 		be->matmul(be, c->g[2 * s], c->x, dproj[s], D, D, n, 1, 0, 0.0f);

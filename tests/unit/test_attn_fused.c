@@ -6,17 +6,14 @@
  * dropout_scale_at of the row's key). And its softmax's rows, eight keys at a time, the
  * same bits as mt_expf a key at a time in row_dot's order. */
 #include "backend.h"
+#include "rng.h"
 #include "unit.h"
 
 #include <stdlib.h>
 
 const struct backend *backend_cpu(void);
 
-static float uniform(unsigned *s)
-{
-	*s = *s * 1103515245u + 12345u;
-	return (float)((*s >> 8) & 0xffff) / 65536.0f - 0.5f;
-}
+static float uniform(struct rng *r) { return rng_uniform(r) - 0.5f; }
 
 /* p, o and the gradients of one row's head in double: the oracle. mask:
  * the head's dropout multipliers (T, T), or NULL. */
@@ -115,7 +112,8 @@ static void check_shape(const struct backend *be, int R, int T, int H, int K, in
 	float *q = buf, *k = q + n, *v = k + n, *dout = v + n, *o = dout + n, *dq = o + n;
 	float *dk = dq + n, *dv = dk + n, *p = dv + n, *pd = rate > 0 ? p + np : p;
 	float *mask = p + 2 * np;
-	unsigned seed = (unsigned)(T * 131 + H * 7 + K + causal);
+	struct rng seed;
+	rng_init(&seed, 3, (uint64_t)(T * 131 + H * 7 + K + causal));
 	for (size_t i = 0; i < 4 * n; i++)
 		buf[i] = 2.0f * uniform(&seed);
 	struct attn_dims d = {R, T, H, K, 1.0f / sqrtf((float)K), causal, {42, 7, 100, rate}};
@@ -166,7 +164,8 @@ static void check_softmax_bits(const struct backend *be, int cols, int causal)
 {
 	int rows = 3 * cols;
 	float *x = malloc((size_t)rows * cols * sizeof(float)), *y = malloc((size_t)rows * cols * sizeof(float));
-	unsigned seed = (unsigned)cols;
+	struct rng seed;
+	rng_init(&seed, 4, (uint64_t)cols);
 	for (int i = 0; i < rows * cols; i++)
 		x[i] = 40.0f * uniform(&seed);
 	float scale = 0.37f;
