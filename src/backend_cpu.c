@@ -69,25 +69,28 @@ CPU_WIDE static void act_back_loop(float *dz, const float *da, const float *z, s
 static void cpu_bias_act(const struct backend *be, float *a, float *z, const float *bias,
 			 int rows, int cols, enum act_kind act)
 {
-	for (int r = 0; r < rows; r++) {
-		float *zr = z + (size_t)r * cols;
-		for (int j = 0; j < cols; j++)
-			zr[j] += bias[j];
-		if (a)
-			act_loop(a + (size_t)r * cols, zr, (size_t)cols, act);
-	}
+	CPU_SPLIT((size_t)rows, cpu_rows_grain(cols), part, r0, r1, {
+		for (size_t r = r0; r < r1; r++) {
+			float *zr = z + r * cols;
+			for (int j = 0; j < cols; j++)
+				zr[j] += bias[j];
+			if (a)
+				act_loop(a + r * cols, zr, (size_t)cols, act);
+		}
+	});
 }
 
 static void cpu_act_backward(const struct backend *be, float *dz, const float *da, const float *z,
 			     size_t n, enum act_kind act)
 {
-	act_back_loop(dz, da, z, n, act);
+	CPU_SPLIT(n, CPU_SPLIT_FLOATS, part, lo, hi,
+		  { act_back_loop(dz + lo, da + lo, z + lo, hi - lo, act); });
 }
 
 static void cpu_act_forward(const struct backend *be, float *a, const float *z, size_t n,
 			    enum act_kind act)
 {
-	act_loop(a, z, n, act);
+	CPU_SPLIT(n, CPU_SPLIT_FLOATS, part, lo, hi, { act_loop(a + lo, z + lo, hi - lo, act); });
 }
 
 /* One row's units: its key made once (mathfn.h). */
@@ -99,20 +102,35 @@ CPU_WIDE static void dropout_row(float *y, const float *x, int cols, uint64_t ke
 static void cpu_dropout(const struct backend *be, float *y, const float *x, int rows, int cols,
 			const struct dropout_key *k)
 {
-	for (int r = 0; r < rows; r++)
-		dropout_row(y + (size_t)r * cols, x + (size_t)r * cols, cols,
-			    dropout_row_key(k->seed, k->step, k->row0 + (uint64_t)r), k->rate);
+	CPU_SPLIT((size_t)rows, cpu_rows_grain(cols), part, r0, r1, {
+		for (size_t r = r0; r < r1; r++)
+			dropout_row(y + r * cols, x + r * cols, cols,
+				    dropout_row_key(k->seed, k->step, k->row0 + r), k->rate);
+	});
 }
 
-CPU_WIDE static void cpu_bias_grad(const struct backend *be, float *restrict dbias,
-				   const float *restrict dz, int rows, int cols)
+/* dbias's columns j0 .. j1 - 1: sums over the rows in order. */
+CPU_WIDE static void bias_grad_cols(float *restrict dbias, const float *restrict dz, int rows,
+				    int cols, int j0, int j1)
 {
-	memset(dbias, 0, sizeof(float) * (size_t)cols);
+	memset(dbias + j0, 0, sizeof(float) * (size_t)(j1 - j0));
 	for (int r = 0; r < rows; r++) {
 		const float *dr = dz + (size_t)r * cols;
-		for (int j = 0; j < cols; j++)
+		for (int j = j0; j < j1; j++)
 			dbias[j] += dr[j];
 	}
+}
+
+/* The threads share out the columns (each sums its own over every row, in
+ * order), in whole vectors of 16. */
+static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
+			  int cols)
+{
+	size_t vecs = ((size_t)cols + 15) / 16;
+	CPU_SPLIT(vecs, CPU_SPLIT_FLOATS / 16 / ((size_t)rows + 1) + 1, part, v0, v1, {
+		int j1 = (int)v1 * 16 < cols ? (int)v1 * 16 : cols;
+		bias_grad_cols(dbias, dz, rows, cols, (int)v0 * 16, j1);
+	});
 }
 
 /* Batch normalization. Column sums run over rows in order, in double, a
@@ -232,8 +250,8 @@ CPU_WIDE static void cpu_bn_backward(const struct backend *be, float *dx, const 
 	}
 }
 
-CPU_WIDE static void cpu_add(const struct backend *be, float *y, const float *a, const float *b,
-		    size_t n, float *out, enum act_kind act)
+CPU_WIDE static void add_loop(float *y, const float *a, const float *b, size_t n, float *out,
+			      enum act_kind act)
 {
 	enum { BLOCK = 256 }; /* the activation while the block is in L1 */
 	for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
@@ -241,8 +259,15 @@ CPU_WIDE static void cpu_add(const struct backend *be, float *y, const float *a,
 		for (size_t i = i0; i < i0 + m; i++)
 			y[i] = a[i] + b[i];
 		if (out)
-			cpu_act_forward(be, out + i0, y + i0, m, act);
+			act_loop(out + i0, y + i0, m, act);
 	}
+}
+
+static void cpu_add(const struct backend *be, float *y, const float *a, const float *b, size_t n,
+		    float *out, enum act_kind act)
+{
+	CPU_SPLIT(n, CPU_SPLIT_FLOATS, part, lo, hi,
+		  { add_loop(y + lo, a + lo, b + lo, hi - lo, out ? out + lo : NULL, act); });
 }
 
 static void cpu_scale(const struct backend *be, float *x, size_t n, float alpha)

@@ -27,8 +27,9 @@
 
 static int whole_panels(int n) { return (n + PANEL - 1) / PANEL * PANEL; }
 
-/* Scratch for one row: the transposed keys or values and a head's scores,
- * kept from call to call (a rank's backend runs one call at a time). */
+/* Scratch for one row a thread (CPU_SPLIT shares out the rows): the
+ * transposed keys or values and a head's scores, kept from call to call
+ * (a rank's backend runs one call at a time). */
 static float *scratch(size_t floats)
 {
 	static float *buf;
@@ -147,15 +148,19 @@ int cpu_attn_forward(const struct backend *be, float *o, float *p, float *pd, co
 	if (cpu_bf16) /* bf16's products round their operands: the composed path */
 		return 0;
 	int T = d->T, K = d->K, D = d->H * K, Tp = whole_panels(T);
-	float *kt = scratch((size_t)(D + T) * Tp), *s = kt + (size_t)D * Tp;
-	for (int r = 0; r < d->rows; r++) {
-		transpose(kt, k + (size_t)r * T * D, T, D, Tp);
-		for (int h = 0; h < d->H; h++) {
-			struct head_at a = head_at(d, r, h, Tp);
-			head_forward(o + a.cols, p + a.block, pd + a.block, q + a.cols, kt + a.slice,
-				     v + a.cols, s, d, D, Tp, a.key, a.unit0);
+	size_t per = (size_t)(D + T) * Tp; /* a thread's: kt, then s */
+	float *buf = scratch(per * (size_t)cpu_split_parts((size_t)d->rows, 1));
+	CPU_SPLIT((size_t)d->rows, 1, part, r0, r1, {
+		float *kt = buf + per * (size_t)part, *s = kt + (size_t)D * Tp;
+		for (int r = (int)r0; r < (int)r1; r++) {
+			transpose(kt, k + (size_t)r * T * D, T, D, Tp);
+			for (int h = 0; h < d->H; h++) {
+				struct head_at a = head_at(d, r, h, Tp);
+				head_forward(o + a.cols, p + a.block, pd + a.block, q + a.cols,
+					     kt + a.slice, v + a.cols, s, d, D, Tp, a.key, a.unit0);
+			}
 		}
-	}
+	});
 	return 1;
 }
 
@@ -202,15 +207,19 @@ int cpu_attn_backward(const struct backend *be, float *dq, float *dk, float *dv,
 	if (cpu_bf16)
 		return 0;
 	int T = d->T, K = d->K, D = d->H * K, Tp = whole_panels(T);
-	float *vt = scratch((size_t)(D + T) * Tp), *ds = vt + (size_t)D * Tp;
-	for (int r = 0; r < d->rows; r++) {
-		transpose(vt, v + (size_t)r * T * D, T, D, Tp);
-		for (int h = 0; h < d->H; h++) {
-			struct head_at a = head_at(d, r, h, Tp);
-			head_backward(dq + a.cols, dk + a.cols, dv + a.cols, dout + a.cols,
-				      q + a.cols, k + a.cols, vt + a.slice, p + a.block, pd + a.block,
-				      ds, d, D, Tp, a.key, a.unit0);
+	size_t per = (size_t)(D + T) * Tp; /* a thread's: vt, then ds */
+	float *buf = scratch(per * (size_t)cpu_split_parts((size_t)d->rows, 1));
+	CPU_SPLIT((size_t)d->rows, 1, part, r0, r1, {
+		float *vt = buf + per * (size_t)part, *ds = vt + (size_t)D * Tp;
+		for (int r = (int)r0; r < (int)r1; r++) {
+			transpose(vt, v + (size_t)r * T * D, T, D, Tp);
+			for (int h = 0; h < d->H; h++) {
+				struct head_at a = head_at(d, r, h, Tp);
+				head_backward(dq + a.cols, dk + a.cols, dv + a.cols, dout + a.cols,
+					      q + a.cols, k + a.cols, vt + a.slice, p + a.block,
+					      pd + a.block, ds, d, D, Tp, a.key, a.unit0);
+			}
 		}
-	}
+	});
 	return 1;
 }

@@ -3,6 +3,7 @@
  * the CPU multiplies bf16 itself. */
 #include "backend.h"
 #include "backend_cpu_dnnl.h"
+#include "backend_cpu_seq.h"
 
 #include <cblas.h>
 #include <sched.h>
@@ -45,6 +46,14 @@ void backend_cpu_pick_kernels(char **argv)
 static int cpu_threads = 1;
 
 int backend_cpu_thread_count(void) { return cpu_threads; }
+
+int cpu_split_parts(size_t n, size_t grain)
+{
+	size_t parts = grain ? n / grain : n;
+	if (cpu_threads < 2 || parts < 2)
+		return 1;
+	return parts < (size_t)cpu_threads ? (int)parts : cpu_threads;
+}
 
 int backend_cpu_threads(int n, int local_size)
 {

@@ -8,30 +8,47 @@
 #include <math.h>
 #include <string.h>
 
-CPU_WIDE void cpu_softmax(const struct backend *be, float *y, const float *x, int rows, int cols,
-		 float scale, int causal)
+/* Rows r0 .. r1 - 1 of cpu_softmax, in blocks that start a C x C
+ * block's query. */
+CPU_WIDE static void softmax_part(float *y, const float *x, int r0, int r1, int cols, float scale,
+				  int causal)
 {
-	for (int r = 0; r < rows;) { /* blocks that start a C x C block's query */
+	for (int r = r0; r < r1;) {
 		int q = r % cols, n = cols - q < SOFTMAX_BLOCK ? cols - q : SOFTMAX_BLOCK;
-		n = rows - r < n ? rows - r : n;
+		n = r1 - r < n ? r1 - r : n;
 		softmax_rows(y + (size_t)r * cols, (size_t)cols, x + (size_t)r * cols,
 			     (size_t)cols, n, cols, q, scale, causal);
 		r += n;
 	}
 }
 
-CPU_WIDE void cpu_softmax_backward(const struct backend *be, float *dx, const float *dy, const float *y,
-			  int rows, int cols, float scale)
+void cpu_softmax(const struct backend *be, float *y, const float *x, int rows, int cols,
+		 float scale, int causal)
 {
-	for (int r = 0; r < rows; r++)
+	CPU_SPLIT((size_t)rows, cpu_rows_grain(cols), part, r0, r1,
+		  { softmax_part(y, x, (int)r0, (int)r1, cols, scale, causal); });
+}
+
+CPU_WIDE static void softmax_backward_part(float *dx, const float *dy, const float *y, int r0,
+					   int r1, int cols, float scale)
+{
+	for (int r = r0; r < r1; r++)
 		softmax_backward_row(dx + (size_t)r * cols, dy + (size_t)r * cols,
 				     y + (size_t)r * cols, cols, scale);
 }
 
-CPU_WIDE void cpu_ln_forward(const struct backend *be, float *y, float *mean, float *rstd, const float *x,
-		    const float *gamma, const float *beta, int rows, int cols, float eps)
+void cpu_softmax_backward(const struct backend *be, float *dx, const float *dy, const float *y,
+			  int rows, int cols, float scale)
 {
-	for (int r = 0; r < rows; r++) {
+	CPU_SPLIT((size_t)rows, cpu_rows_grain(cols), part, r0, r1,
+		  { softmax_backward_part(dx, dy, y, (int)r0, (int)r1, cols, scale); });
+}
+
+CPU_WIDE static void ln_forward_part(float *y, float *mean, float *rstd, const float *x,
+				     const float *gamma, const float *beta, int r0, int r1,
+				     int cols, float eps)
+{
+	for (int r = r0; r < r1; r++) {
 		const float *xr = x + (size_t)r * cols;
 		float *yr = y + (size_t)r * cols;
 		float mu = row_dot(xr, NULL, cols) / (float)cols;
@@ -45,13 +62,22 @@ CPU_WIDE void cpu_ln_forward(const struct backend *be, float *y, float *mean, fl
 	}
 }
 
-CPU_WIDE void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma, float *dbeta,
-		     const float *dy, const float *x, const float *mean, const float *rstd,
-		     const float *gamma, int rows, int cols)
+void cpu_ln_forward(const struct backend *be, float *y, float *mean, float *rstd, const float *x,
+		    const float *gamma, const float *beta, int rows, int cols, float eps)
 {
-	memset(dgamma, 0, (size_t)cols * sizeof(float));
-	memset(dbeta, 0, (size_t)cols * sizeof(float));
-	for (int r = 0; r < rows; r++) {
+	CPU_SPLIT((size_t)rows, cpu_rows_grain(cols), part, r0, r1, {
+		ln_forward_part(y, mean, rstd, x, gamma, beta, (int)r0, (int)r1, cols, eps);
+	});
+}
+
+/* Rows r0 .. r1 - 1 of layer normalization's backward: dx (unless NULL)
+ * and, unless dgamma is NULL, their terms added to dgamma and dbeta, row
+ * after row. */
+CPU_WIDE static void ln_backward_rows(float *dx, float *dgamma, float *dbeta, const float *dy,
+				      const float *x, const float *mean, const float *rstd,
+				      const float *gamma, int r0, int r1, int cols)
+{
+	for (int r = r0; r < r1; r++) {
 		const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
 		float mu = mean[r], rs = rstd[r];
 		/* lane l sums the columns j = l mod 8, as lanes_total wants */
@@ -60,8 +86,10 @@ CPU_WIDE void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma
 		for (; j + LANES <= cols; j += LANES) {
 			vf8 d = *(const vf8 *)(dyr + j);
 			vf8 xhat = (*(const vf8 *)(xr + j) - mu) * rs, g = d * *(const vf8 *)(gamma + j);
-			*(vf8 *)(dgamma + j) += d * xhat;
-			*(vf8 *)(dbeta + j) += d;
+			if (dgamma) {
+				*(vf8 *)(dgamma + j) += d * xhat;
+				*(vf8 *)(dbeta + j) += d;
+			}
 			sg8 += g;
 			sgx8 += g * xhat;
 		}
@@ -70,8 +98,10 @@ CPU_WIDE void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma
 		memcpy(sgx, &sgx8, sizeof(sgx));
 		for (; j < cols; j++) {
 			float xhat = (xr[j] - mu) * rs, g = dyr[j] * gamma[j];
-			dgamma[j] += dyr[j] * xhat;
-			dbeta[j] += dyr[j];
+			if (dgamma) {
+				dgamma[j] += dyr[j] * xhat;
+				dbeta[j] += dyr[j];
+			}
 			sg[j % LANES] += g;
 			sgx[j % LANES] += g * xhat;
 		}
@@ -82,6 +112,49 @@ CPU_WIDE void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma
 		for (j = 0; j < cols; j++)
 			dxr[j] = ln_dx(dyr[j] * gamma[j], (xr[j] - mu) * rs, rs, mg, mgx);
 	}
+}
+
+/* dgamma's and dbeta's columns j0 .. j1 - 1: the same terms as
+ * ln_backward_rows adds, over every row in order. */
+CPU_WIDE static void ln_param_cols(float *dgamma, float *dbeta, const float *dy, const float *x,
+				   const float *mean, const float *rstd, int rows, int cols,
+				   int j0, int j1)
+{
+	for (int j = j0; j < j1; j++)
+		dgamma[j] = dbeta[j] = 0.0f;
+	for (int r = 0; r < rows; r++) {
+		const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
+		float mu = mean[r], rs = rstd[r];
+		for (int j = j0; j < j1; j++) {
+			dgamma[j] += dyr[j] * ((xr[j] - mu) * rs);
+			dbeta[j] += dyr[j];
+		}
+	}
+}
+
+/* One pass over the rows on one thread; on several, the parameters'
+ * sums first, the threads sharing out their columns, then dx, the
+ * threads sharing out the rows (dx may be dy). */
+void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma, float *dbeta,
+		     const float *dy, const float *x, const float *mean, const float *rstd,
+		     const float *gamma, int rows, int cols)
+{
+	size_t grain = cpu_rows_grain(cols), vecs = ((size_t)cols + 15) / 16;
+	if (cpu_split_parts((size_t)rows, grain) < 2) {
+		memset(dgamma, 0, (size_t)cols * sizeof(float));
+		memset(dbeta, 0, (size_t)cols * sizeof(float));
+		ln_backward_rows(dx, dgamma, dbeta, dy, x, mean, rstd, gamma, 0, rows, cols);
+		return;
+	}
+	CPU_SPLIT(vecs, 1, part, v0, v1, {
+		int j1 = (int)v1 * 16 < cols ? (int)v1 * 16 : cols;
+		ln_param_cols(dgamma, dbeta, dy, x, mean, rstd, rows, cols, (int)v0 * 16, j1);
+	});
+	if (dx)
+		CPU_SPLIT((size_t)rows, grain, part, r0, r1, {
+			ln_backward_rows(dx, NULL, NULL, dy, x, mean, rstd, gamma, (int)r0,
+					 (int)r1, cols);
+		});
 }
 
 void cpu_embed(const struct backend *be, float *y, const float *ids, const float *table, int n,

@@ -5,6 +5,7 @@
 #pragma once
 #include "backend.h"
 
+#include <omp.h>
 #include <string.h>
 
 /* A hot loop compiled three times, for AVX-512 (16 floats at a time), AVX2
@@ -20,6 +21,33 @@
 #else
 #define CPU_WIDE
 #endif
+
+/* Where one rank owns several cores (backend_cpu_threads' count over 1),
+ * its own loops share out their rows as oneDNN and OpenBLAS share out a
+ * product: CPU_SPLIT(n, grain, part, lo, hi, BLOCK) runs BLOCK once a
+ * thread, part its number and [lo, hi) its contiguous share of [0, n);
+ * once, over [0, n), with one thread or under two grains of work
+ * (cpu_split_parts). Each row's work is the same whichever thread does it,
+ * and no sum crosses the shares: the same bits on any number of threads.
+ * Not inside a CPU_WIDE function (its clones' outlined blocks). */
+int cpu_split_parts(size_t n, size_t grain);
+#define CPU_PRAGMA(x) _Pragma(#x)
+#define CPU_SPLIT(n, grain, part, lo, hi, ...)                                 \
+	do {                                                                   \
+		size_t n_ = (n);                                               \
+		int parts_ = cpu_split_parts(n_, (grain));                     \
+		CPU_PRAGMA(omp parallel num_threads(parts_) if (parts_ > 1))   \
+		{                                                              \
+			int part = omp_get_thread_num(), of_ = omp_get_num_threads(); \
+			size_t lo = n_ * part / of_, hi = n_ * (part + 1) / of_; \
+			__VA_ARGS__                                            \
+		}                                                              \
+	} while (0)
+
+/* The least work a thread takes (CPU_SPLIT's grain): floats of an
+ * element-wise loop, or the rows of cols floats that make as many. */
+#define CPU_SPLIT_FLOATS 16384
+static inline size_t cpu_rows_grain(int cols) { return CPU_SPLIT_FLOATS / ((size_t)cols + 1) + 1; }
 
 /* Eight floats at any alignment (GCC's vector extension, Clang's too):
  * 256-bit instructions in CPU_WIDE's AVX2 and AVX-512 clones, two 128-bit
