@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Throughput of mtrain on 1 and 2 CPU ranks (Fashion-MNIST, Adam, global
 # batch 128; 2 ranks both with ZeRO-1, the default on one node, and with
-# --zero 0), each model set against baselines measured in the same run:
+# --zero 0; and 1 rank unbound, on every core's thread, against the
+# PyTorch peer), each model set against baselines measured in the same run:
 #   every model also against this core's peak (bench_peak: fp32 FMA on
 #        registers, one large sgemm, bf16 dot products where the CPU has
 #        them), its step as a fraction of it;
@@ -98,11 +99,14 @@ NUM='^[0-9]+(\.[0-9]+)?$'
 # backward allreduce optimizer ema total gflops loss rows_per_rank
 # global_batch checkpoints" to $WORK/runs-TAG.
 RUN=0
+# train_unbound STEPS TAG ARGS...: train on 1 rank left unbound (mpirun
+# --bind-to none), which then computes on every core (--threads 0).
+train_unbound() { UNBOUND=1 train 1 "$@"; }
 train() {
 	local n=$1 steps=$2 tag=$3 rc=0
 	shift 3
 	local log=$WORK/train-$((++RUN)).log
-	timeout 300 "$MPIRUN" -np "$n" "$MTRAIN" --steps "$steps" --eval-data none \
+	timeout 300 "$MPIRUN" ${UNBOUND:+--bind-to none} -np "$n" "$MTRAIN" --steps "$steps" --eval-data none \
 		--device cpu --log-every 1000000 --resume never \
 		--ckpt-dir "$WORK/ck-$RUN" "$@" >"$log" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || { tail -20 "$log" >&2; fail "mtrain on $n rank(s) exited with status $rc"; }
@@ -313,6 +317,11 @@ torch_peer() {
 	printf "  %s:\n  %26s 1 thread %8.0f   2 threads %8.0f\n" "${fast_malloc[*]}" "" "${row[2]}" "${row[3]}"
 	awk -v m2="${SPS[2]}" -v best="$best" 'BEGIN {
 		printf "mtrain 2 ranks / best PyTorch (samples/s): %.0f / %.0f = %.2fx\n", m2, best, m2 / best }'
+	local all
+	all=$(median_row "$WORK/runs-$kind-1a" 2 | cut -d' ' -f2)
+	awk -v m="$all" -v best="$best" -v c="$(nproc)" 'BEGIN {
+		printf "mtrain 1 rank on all %d cores (mpirun --bind-to none: %d threads) / best PyTorch (samples/s): %.0f / %.0f = %.2fx\n",
+			c, c, m, best, m / best }'
 }
 
 # interleave KIND STEPS MTRAIN_ARGS...: BENCH_PAIRS (default 5) pairs, each
@@ -367,6 +376,7 @@ if has mlp; then
 			train "$n" "$STEPS" "mlp-$n"
 		done
 		train 2 "$STEPS" mlp-2z0 --zero 0
+		train_unbound "$STEPS" mlp-1a
 	done
 	check_losses mlp
 
@@ -402,6 +412,7 @@ conv_bench() {
 			train "$n" "$steps" "$tag-$n" "${args[@]}"
 		done
 		train 2 "$steps" "$tag-2z0" "${args[@]}" --zero 0
+		train_unbound "$steps" "$tag-1a" "${args[@]}"
 	done
 	check_losses "$tag"
 	# The per-kind table: one process alone, both per-rank batches.

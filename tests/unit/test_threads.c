@@ -122,5 +122,11 @@ int main(void)
 		}
 	}
 	backend_cpu_threads(1, 1);
+	for (int i = 0; i < one.n; i++)
+		free(one.buf[i]);
+	float *inputs[] = {in.x, in.y, in.z, in.bias, in.gamma, in.beta, in.sm,
+			   in.q,  in.k, in.v, in.dout};
+	for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++)
+		free(inputs[i]);
 	return unit_done("test_threads");
 }
