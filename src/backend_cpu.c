@@ -109,15 +109,23 @@ static void cpu_dropout(const struct backend *be, float *y, const float *x, int 
 	});
 }
 
-/* dbias's columns j0 .. j1 - 1: sums over the rows in order. */
+/* dbias's columns j0 .. j1 - 1: sums over the rows in order, sixteen
+ * columns at a time in registers. */
 CPU_WIDE static void bias_grad_cols(float *restrict dbias, const float *restrict dz, int rows,
 				    int cols, int j0, int j1)
 {
-	memset(dbias + j0, 0, sizeof(float) * (size_t)(j1 - j0));
-	for (int r = 0; r < rows; r++) {
-		const float *dr = dz + (size_t)r * cols;
-		for (int j = j0; j < j1; j++)
-			dbias[j] += dr[j];
+	int j = j0;
+	for (; j + 16 <= j1; j += 16) {
+		vf16 sum = {0};
+		for (int r = 0; r < rows; r++)
+			sum += *(const vf16 *)(dz + (size_t)r * cols + j);
+		*(vf16 *)(dbias + j) = sum;
+	}
+	for (; j < j1; j++) {
+		float sum = 0.0f;
+		for (int r = 0; r < rows; r++)
+			sum += dz[(size_t)r * cols + j];
+		dbias[j] = sum;
 	}
 }
 

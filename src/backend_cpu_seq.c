@@ -115,20 +115,33 @@ CPU_WIDE static void ln_backward_rows(float *dx, float *dgamma, float *dbeta, co
 }
 
 /* dgamma's and dbeta's columns j0 .. j1 - 1: the same terms as
- * ln_backward_rows adds, over every row in order. */
+ * ln_backward_rows adds, over every row in order; sixteen columns at a
+ * time in registers. */
 CPU_WIDE static void ln_param_cols(float *dgamma, float *dbeta, const float *dy, const float *x,
 				   const float *mean, const float *rstd, int rows, int cols,
 				   int j0, int j1)
 {
-	for (int j = j0; j < j1; j++)
-		dgamma[j] = dbeta[j] = 0.0f;
-	for (int r = 0; r < rows; r++) {
-		const float *dyr = dy + (size_t)r * cols, *xr = x + (size_t)r * cols;
-		float mu = mean[r], rs = rstd[r];
-		for (int j = j0; j < j1; j++) {
-			dgamma[j] += dyr[j] * ((xr[j] - mu) * rs);
-			dbeta[j] += dyr[j];
+	int j = j0;
+	for (; j + 16 <= j1; j += 16) {
+		vf16 g = {0}, b = {0};
+		for (int r = 0; r < rows; r++) {
+			size_t at = (size_t)r * cols + j;
+			vf16 d = *(const vf16 *)(dy + at);
+			g += d * ((*(const vf16 *)(x + at) - mean[r]) * rstd[r]);
+			b += d;
 		}
+		*(vf16 *)(dgamma + j) = g;
+		*(vf16 *)(dbeta + j) = b;
+	}
+	for (; j < j1; j++) {
+		float g = 0.0f, b = 0.0f;
+		for (int r = 0; r < rows; r++) {
+			size_t at = (size_t)r * cols + j;
+			g += dy[at] * ((x[at] - mean[r]) * rstd[r]);
+			b += dy[at];
+		}
+		dgamma[j] = g;
+		dbeta[j] = b;
 	}
 }
 
