@@ -278,10 +278,15 @@ static void cpu_add(const struct backend *be, float *y, const float *a, const fl
 		  { add_loop(y + lo, a + lo, b + lo, hi - lo, out ? out + lo : NULL, act); });
 }
 
-static void cpu_scale(const struct backend *be, float *x, size_t n, float alpha)
+CPU_WIDE static void scale_loop(float *x, size_t n, float alpha)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] *= alpha;
+}
+
+static void cpu_scale(const struct backend *be, float *x, size_t n, float alpha)
+{
+	CPU_SPLIT(n, CPU_SPLIT_FLOATS, part, lo, hi, { scale_loop(x + lo, hi - lo, alpha); });
 }
 
 static void cpu_xent(const struct backend *be, float *dlogits, float *stats, const float *logits,
@@ -299,8 +304,8 @@ static void cpu_xent(const struct backend *be, float *dlogits, float *stats, con
 	stats[1] += (float)correct;
 }
 
-static void cpu_optim_update(const struct backend *be, float *w, const float *g, float *s1,
-			     float *s2, size_t n, const struct optim_hp *h)
+CPU_WIDE static void optim_loop(float *w, const float *g, float *s1, float *s2, size_t n,
+				const struct optim_hp *h)
 {
 	/* One loop per kind, the kind a constant in each: the switch inside
 	 * optim_elem folds away and the loop vectorizes (6x faster than one
@@ -319,11 +324,26 @@ static void cpu_optim_update(const struct backend *be, float *w, const float *g,
 #undef OPTIM_LOOP
 }
 
-static void cpu_ema_update(const struct backend *be, float *shadow, const float *w, size_t n,
-			   float decay)
+/* Element-wise: the threads' shares give the same bits as one pass. */
+static void cpu_optim_update(const struct backend *be, float *w, const float *g, float *s1,
+			     float *s2, size_t n, const struct optim_hp *h)
+{
+	CPU_SPLIT(n, CPU_SPLIT_FLOATS, part, lo, hi, {
+		optim_loop(w + lo, g + lo, s1 ? s1 + lo : NULL, s2 ? s2 + lo : NULL, hi - lo, h);
+	});
+}
+
+CPU_WIDE static void ema_loop(float *shadow, const float *w, size_t n, float decay)
 {
 	for (size_t i = 0; i < n; i++)
 		shadow[i] = ema_step(shadow[i], w[i], decay);
+}
+
+static void cpu_ema_update(const struct backend *be, float *shadow, const float *w, size_t n,
+			   float decay)
+{
+	CPU_SPLIT(n, CPU_SPLIT_FLOATS, part, lo, hi,
+		  { ema_loop(shadow + lo, w + lo, hi - lo, decay); });
 }
 
 static int cpu_nonfinite(const struct backend *be, const float *x, size_t n)

@@ -3,9 +3,10 @@
  * rows, elements or columns gives the same bits on 2 and 3 threads as on 1
  * (the activations, the bias's add and gradient, the residual add,
  * dropout, the softmax and its backward, layer normalization both ways,
- * dx in place and none, and the fused attention heads, causal with dropout
- * and not), on shapes that each split into several uneven parts: rows and
- * columns that the thread counts do not divide. */
+ * dx in place, the optimizer, the EMA, a scale, and the fused attention
+ * heads, causal with dropout and not), on shapes that each split into
+ * several uneven parts: rows and columns that the thread counts do not
+ * divide. */
 #include "backend.h"
 #include "backend_cpu_seq.h"
 #include "rng.h"
@@ -20,7 +21,7 @@ enum { ROWS = 1001, COLS = 70, N = ROWS * COLS, SM_COLS = 49, SM_ROWS = 49 * 24 
 enum { AR = 7, AT = 49, AH = 4, AK = 16, AD = AH * AK }; /* attention: rows of T tokens */
 
 /* Every op's outputs of one run, one buffer after the other. */
-#define OUTS 32
+#define OUTS 40
 struct outs {
 	float *buf[OUTS];
 	size_t len[OUTS];
@@ -73,6 +74,17 @@ static void run(const struct backend *be, const struct in *in, struct outs *o)
 	memcpy(inplace, in->y, N * sizeof(float));
 	be->ln_backward(be, inplace, out(o, COLS), out(o, COLS), inplace, in->x, mean, rstd,
 			in->gamma, ROWS, COLS);
+
+	/* the optimizer (AdamW, then Lion on its slot), the EMA, a scale */
+	float *w = out(o, N), *s1 = out(o, N), *s2 = out(o, N), *shadow = out(o, N);
+	memcpy(w, in->x, N * sizeof(float));
+	memcpy(shadow, in->z, N * sizeof(float));
+	struct optim_hp adamw = {OPTIM_ADAMW, 1e-3f, 0, 0, 0.9f, 0.99f, 1e-8f, 0.1f, 0.1f, 0.01f};
+	struct optim_hp lion = {OPTIM_LION, 1e-4f, 0, 0, 0.9f, 0.99f, 0, 0.1f, 0, 0};
+	be->optim_update(be, w, in->y, s1, s2, N, &adamw);
+	be->optim_update(be, w, in->z, s1, NULL, N, &lion);
+	be->ema_update(be, shadow, w, N, 0.999f);
+	be->scale(be, s2, N, 0.37f);
 
 	size_t n = (size_t)AR * AT * AD, np = (size_t)AR * AH * AT * AT;
 	for (int causal = 0; causal < 2; causal++) { /* causal with dropout */
