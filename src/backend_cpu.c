@@ -134,10 +134,8 @@ CPU_WIDE static void bias_grad_cols(float *restrict dbias, const float *restrict
 static void cpu_bias_grad(const struct backend *be, float *dbias, const float *dz, int rows,
 			  int cols)
 {
-	size_t vecs = ((size_t)cols + 15) / 16;
-	CPU_SPLIT(vecs, CPU_SPLIT_FLOATS / 16 / ((size_t)rows + 1) + 1, part, v0, v1, {
-		int j1 = (int)v1 * 16 < cols ? (int)v1 * 16 : cols;
-		bias_grad_cols(dbias, dz, rows, cols, (int)v0 * 16, j1);
+	CPU_SPLIT(cpu_col_vecs(cols), cpu_vecs_grain(rows), part, v0, v1, {
+		bias_grad_cols(dbias, dz, rows, cols, cpu_vec_col(v0, cols), cpu_vec_col(v1, cols));
 	});
 }
 

@@ -49,6 +49,13 @@ int cpu_split_parts(size_t n, size_t grain);
 #define CPU_SPLIT_FLOATS 16384
 static inline size_t cpu_rows_grain(int cols) { return CPU_SPLIT_FLOATS / ((size_t)cols + 1) + 1; }
 
+/* Column sums over rows share out their columns in vectors of 16: how many
+ * vectors cols make, vector v's first column (cols past the last), and the
+ * least vectors a thread takes for rows rows. */
+static inline size_t cpu_col_vecs(int cols) { return ((size_t)cols + 15) / 16; }
+static inline int cpu_vec_col(size_t v, int cols) { return v * 16 < (size_t)cols ? (int)v * 16 : cols; }
+static inline size_t cpu_vecs_grain(int rows) { return CPU_SPLIT_FLOATS / 16 / ((size_t)rows + 1) + 1; }
+
 /* Eight floats at any alignment (GCC's vector extension, Clang's too):
  * 256-bit instructions in CPU_WIDE's AVX2 and AVX-512 clones, two 128-bit
  * ones in the baseline. For the loops GCC's vectoriser leaves scalar. */
