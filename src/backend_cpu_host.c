@@ -43,18 +43,6 @@ void backend_cpu_pick_kernels(char **argv)
 #endif
 }
 
-static int cpu_threads = 1;
-
-int backend_cpu_thread_count(void) { return cpu_threads; }
-
-int cpu_split_parts(size_t n, size_t grain)
-{
-	size_t parts = grain ? n / grain : n;
-	if (cpu_threads < 2 || parts < 2)
-		return 1;
-	return parts < (size_t)cpu_threads ? (int)parts : cpu_threads;
-}
-
 int backend_cpu_threads(int n, int local_size)
 {
 	if (n <= 0) {
@@ -68,7 +56,8 @@ int backend_cpu_threads(int n, int local_size)
 	backend_cpu();
 	openblas_set_num_threads(n);
 	cpu_dnnl_threads(n);
-	return cpu_threads = n;
+	cpu_split_set_threads(n);
+	return n;
 }
 
 /* oneDNN's answer: the kernels that would run (its ONEDNN_MAX_CPU_ISA

@@ -31,6 +31,9 @@
  * and no sum crosses the shares: the same bits on any number of threads.
  * Not inside a CPU_WIDE function (its clones' outlined blocks). */
 int cpu_split_parts(size_t n, size_t grain);
+/* The threads CPU_SPLIT shares out over (backend_cpu_threads'; defined, with
+ * cpu_split_parts, in backend_cpu_split.c). */
+void cpu_split_set_threads(int n);
 #define CPU_PRAGMA(x) _Pragma(#x)
 #define CPU_SPLIT(n, grain, part, lo, hi, ...)                                 \
 	do {                                                                   \
