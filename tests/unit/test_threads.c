@@ -6,7 +6,8 @@
  * dx in place, the optimizer, the EMA, a scale, and the fused attention
  * heads, causal with dropout and not), on shapes that each split into
  * several uneven parts: rows and columns that the thread counts do not
- * divide. */
+ * divide. And CPU_SPLIT itself: one thread's loop runs in no OpenMP
+ * region. */
 #include "backend.h"
 #include "backend_cpu_seq.h"
 #include "rng.h"
@@ -99,6 +100,23 @@ static void run(const struct backend *be, const struct in *in, struct outs *o)
 	}
 }
 
+/* CPU_SPLIT over ROWS runs its block parts times, their shares covering
+ * every row once, at OpenMP nesting level: with one part in no region at
+ * all (libgomp would make a team at each call). */
+static void split_runs(int parts, int level)
+{
+	int ran = 0, covered = 0, levels_ok = 1;
+	CPU_SPLIT(ROWS, 1, part, lo, hi, {
+		CPU_PRAGMA(omp atomic)
+		ran++;
+		CPU_PRAGMA(omp atomic)
+		covered += (int)(hi - lo);
+		if (omp_get_level() != level || part >= parts)
+			levels_ok = 0;
+	});
+	EXPECT(ran == parts && covered == ROWS && levels_ok);
+}
+
 int main(void)
 {
 	const struct backend *be = backend_cpu();
@@ -112,6 +130,7 @@ int main(void)
 	struct outs one = {0};
 	EXPECT(backend_cpu_threads(1, 1) == 1);
 	EXPECT(cpu_split_parts(ROWS, 1) == 1); /* one thread: nothing shared out */
+	split_runs(1, 0);
 	run(be, &in, &one);
 	for (int t = 2; t <= 3; t++) {
 		EXPECT(backend_cpu_threads(t, 1) == t);
@@ -122,6 +141,7 @@ int main(void)
 		EXPECT(cpu_split_parts(ROWS, cpu_rows_grain(COLS)) == t);
 		EXPECT(cpu_split_parts(SM_ROWS, cpu_rows_grain(SM_COLS)) == t);
 		EXPECT(cpu_split_parts(AR, 1) == t);
+		split_runs(t, 1);
 		struct outs many = {0};
 		run(be, &in, &many);
 		EXPECT(many.n == one.n);
