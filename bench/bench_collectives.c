@@ -16,24 +16,6 @@
 
 #define TRIALS 5
 
-/* a[i] = (rank + 1) (i % 7 + 1); after a sum over ranks a[i] is
- * n_ranks (n_ranks + 1) / 2 (i % 7 + 1). 1 when every value in
- * [first, first + len) is. */
-static int summed(const float *a, size_t first, size_t len, int ranks)
-{
-	float sum = (float)ranks * (float)(ranks + 1) / 2.0f;
-	for (size_t i = first; i < first + len; i++)
-		if (a[i] != sum * (float)(i % 7 + 1))
-			return 0;
-	return 1;
-}
-
-static void fill(float *a, size_t n, int rank)
-{
-	for (size_t i = 0; i < n; i++)
-		a[i] = (float)(rank + 1) * (float)(i % 7 + 1);
-}
-
 enum way { ALLREDUCE, ZERO, MPI_RS_AG, WAYS };
 
 static void run(struct comm *c, enum way how, float *a, float *b, size_t n, struct shard *s)
@@ -59,9 +41,9 @@ static void run(struct comm *c, enum way how, float *a, float *b, size_t n, stru
 static double time_way(struct comm *c, enum way how, float *a, float *b, size_t n,
 		       struct shard *s, int *ok)
 {
-	fill(a, n, c->rank);
+	bench_fill_rank(a, n, c->rank);
 	run(c, how, a, b, n, s);
-	*ok &= summed(a, 0, s->total, c->size);
+	*ok &= bench_summed(a, 0, s->total, c->size);
 	/* About 0.2 s a trial, judged from the first call (rank 0's). */
 	double t0 = MPI_Wtime();
 	run(c, how, a, b, n, s);

@@ -1,6 +1,7 @@
-/* What the benchmark programs share: a clock, random buffers, and matrix
+/* What the benchmark programs share: a clock, random buffers, matrix
  * products stated as the CPU backend's matmul states them, run as bare
- * cblas_sgemm calls and checked against a naive product. Header-only: each
+ * cblas_sgemm calls and checked against a naive product, and values whose
+ * sum over ranks a collective's result is checked against. Header-only: each
  * benchmark is one program. */
 #pragma once
 #include <cblas.h>
@@ -115,6 +116,26 @@ static inline int gemm_check(const struct gemm *g, const char *prog)
 		if (!gemm_entry_ok(g, t, i, (int)(bench_unit() * g->n), prog))
 			return 0;
 	}
+	return 1;
+}
+
+/* a[i] = (rank + 1) (i % 7 + 1): after a sum over ranks, a[i] is
+ * ranks (ranks + 1) / 2 (i % 7 + 1), a value that depends on its place, so
+ * a piece put in the wrong place shows. */
+static inline void bench_fill_rank(float *a, size_t n, int rank)
+{
+	for (size_t i = 0; i < n; i++)
+		a[i] = (float)(rank + 1) * (float)(i % 7 + 1);
+}
+
+/* 1 when every value in [first, first + len) is bench_fill_rank's summed
+ * over ranks. */
+static inline int bench_summed(const float *a, size_t first, size_t len, int ranks)
+{
+	float sum = (float)ranks * (float)(ranks + 1) / 2.0f;
+	for (size_t i = first; i < first + len; i++)
+		if (a[i] != sum * (float)(i % 7 + 1))
+			return 0;
 	return 1;
 }
 

@@ -28,19 +28,13 @@
 
 enum phase { FREE, BARRIER, REDUCE, PHASES };
 
-/* a[i] = (rank + 1) (i % 7 + 1): after a sum over ranks, ranks (ranks + 1)
- * / 2 (i % 7 + 1) in each of the first n. */
+/* One reduction of bench_fill_rank's values: the right sums on every rank. */
 static int reduced_right(struct comm *c, float *a, size_t n, const struct shard *s)
 {
-	for (size_t i = 0; i < n; i++)
-		a[i] = (float)(c->rank + 1) * (float)(i % 7 + 1);
+	bench_fill_rank(a, n, c->rank);
 	c->ops->reduce_scatter(c, a, n, s->each);
 	c->ops->allgather(c, a, n, s->each);
-	float sum = (float)c->size * (float)(c->size + 1) / 2.0f;
-	int ok = 1;
-	for (size_t i = 0; i < n; i++)
-		ok &= a[i] == sum * (float)(i % 7 + 1);
-	return !comm_any(c, !ok);
+	return !comm_any(c, !bench_summed(a, 0, n, c->size));
 }
 
 /* steps steps of phase p; each step's compute time into compute[], the

@@ -146,8 +146,9 @@ CPU_WIDE static void ln_param_cols(float *dgamma, float *dbeta, const float *dy,
 }
 
 /* One pass over the rows on one thread (two would cost a ViT step 1 ms
- * more); on several, the parameters' sums first, the threads sharing out their columns, then dx, the
- * threads sharing out the rows (dx may be dy). */
+ * more); on several, the parameters' sums first, the threads sharing out
+ * their columns, then dx, the threads sharing out the rows (dx may be
+ * dy). */
 void cpu_ln_backward(const struct backend *be, float *dx, float *dgamma, float *dbeta,
 		     const float *dy, const float *x, const float *mean, const float *rstd,
 		     const float *gamma, int rows, int cols)
